@@ -1,0 +1,41 @@
+# redis-lockmod. `make help` lists the targets.
+
+PORT ?= 6379
+CARGO ?= cargo
+SO := target/release/libredis_lockmod.so
+SO_DEBUG := target/debug/libredis_lockmod.so
+
+.DEFAULT_GOAL := help
+.PHONY: help deps build release run test unit integration lint fmt clean bench bench-quick
+
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## Install redis-server, redis-tools and libclang if missing
+	@command -v redis-server >/dev/null && command -v clang >/dev/null || bash scripts/install-deps.sh
+
+build: deps ## Build the module (debug): target/debug/libredis_lockmod.so
+	$(CARGO) build --lib
+
+release: deps ## Build the module (optimised): target/release/libredis_lockmod.so
+	$(CARGO) build --lib --release
+
+run: release ## Build, then run redis-server on PORT (default 6379) with the module, in the foreground
+	bash scripts/run-server.sh $(SO) $(PORT)
+
+test: build ## Unit and integration tests (starts real redis-servers on free ports)
+	$(CARGO) test --lib
+	$(CARGO) test --tests
+
+unit: ## Unit tests only (no server)
+	$(CARGO) test --lib
+
+lint: deps ## cargo fmt --check and clippy -D warnings
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt: ## Format the code
+	$(CARGO) fmt --all
+
+clean: ## Remove build output
+	$(CARGO) clean

@@ -1,0 +1,48 @@
+//! `LOCK.*`: the reentrant lock, layout- and reply-compatible with Redisson's `RLock`.
+
+use super::{arity, parse_ms, parse_options, Accepts};
+use crate::core::{reentrant, LockError, Reply};
+use crate::effects::RedisStore;
+use crate::ffi::{Args, Ctx};
+
+type Result = std::result::Result<Reply, LockError>;
+
+/// `LOCK.ACQUIRE key owner lease`
+pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
+    arity(args, 4, "lock.acquire")?;
+    let (key, owner) = (args.bytes(1), args.bytes(2));
+    let lease = parse_ms(args.bytes(3), "lease")?;
+    parse_options(args, 4, Accepts::default())?;
+    let mut store = RedisStore::new(ctx, args);
+    Ok(reentrant::acquire(&mut store, key, owner, lease)?.reply())
+}
+
+/// `LOCK.UNLOCK key owner lease [LATCH request_id latch_ms]`
+pub fn lock_unlock(ctx: &Ctx, args: &Args) -> Result {
+    arity(args, 4, "lock.unlock")?;
+    let (key, owner) = (args.bytes(1), args.bytes(2));
+    let lease = parse_ms(args.bytes(3), "lease")?;
+    let opts = parse_options(args, 4, Accepts { latch: true, ..Accepts::default() })?;
+    let mut store = RedisStore::new(ctx, args);
+    reentrant::unlock(&mut store, key, owner, lease, opts.latch)
+}
+
+/// `LOCK.RENEW key owner lease`
+pub fn lock_renew(ctx: &Ctx, args: &Args) -> Result {
+    if args.len() != 4 {
+        return Err(LockError::WrongArity("lock.renew"));
+    }
+    let (key, owner) = (args.bytes(1), args.bytes(2));
+    let lease = parse_ms(args.bytes(3), "lease")?;
+    let mut store = RedisStore::new(ctx, args);
+    reentrant::renew(&mut store, key, owner, lease)
+}
+
+/// `LOCK.FORCEUNLOCK key`
+pub fn lock_forceunlock(ctx: &Ctx, args: &Args) -> Result {
+    if args.len() != 2 {
+        return Err(LockError::WrongArity("lock.forceunlock"));
+    }
+    let mut store = RedisStore::new(ctx, args);
+    reentrant::force_unlock(&mut store, args.bytes(1))
+}

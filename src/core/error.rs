@@ -1,0 +1,39 @@
+//! The errors a lock command can reply, each with its Redis error code.
+
+use std::fmt;
+
+/// Every error a command can return. `Display` gives the exact Redis error line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockError {
+    /// `ERR wrong number of arguments for '<command>' command`
+    WrongArity(&'static str),
+    /// A number argument that does not parse as a 64-bit integer.
+    NotInteger,
+    /// A time argument that must be positive (or non-negative, as `what` says).
+    NotPositive(&'static str),
+    /// An unknown option or misplaced word.
+    Syntax,
+    /// A key (the lock or a key derived from it) holds another type.
+    WrongType,
+    /// A lock hash field that should be a hold count holds something else.
+    CorruptHoldCount,
+    /// The read-write lock's owner named `mode`, which would collide with the mode field.
+    ReservedOwner,
+    /// Not an error: the client was parked and will be answered later.
+    Blocked,
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::WrongArity(cmd) => write!(f, "ERR wrong number of arguments for '{cmd}' command"),
+            LockError::NotInteger => f.write_str("ERR value is not an integer or out of range"),
+            LockError::NotPositive(what) => write!(f, "ERR {what} must be a positive integer"),
+            LockError::Syntax => f.write_str("ERR syntax error"),
+            LockError::WrongType => f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            LockError::CorruptHoldCount => f.write_str("ERR lock hash field is not an integer hold count"),
+            LockError::ReservedOwner => f.write_str("ERR owner name 'mode' is reserved by the read-write lock"),
+            LockError::Blocked => f.write_str("ERR client blocked"),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! An in-memory [`Store`] with a fake clock, for unit tests of the lock algorithms.
+//!
+//! It models just enough of Redis: typed values, absolute expiries checked lazily against the
+//! fake clock (as Redis does on access), and a log of published messages.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::store::{Store, TTL_MISSING, TTL_PERSISTENT};
+use super::{LockError, Result};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Str(Vec<u8>),
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    List(Vec<Vec<u8>>),
+    Zset(BTreeMap<Vec<u8>, f64>),
+}
+
+#[derive(Default)]
+pub struct MemoryStore {
+    pub now: i64,
+    pub data: HashMap<Vec<u8>, (Value, Option<i64>)>,
+    pub published: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl MemoryStore {
+    pub fn at(now: i64) -> Self {
+        MemoryStore { now, ..Default::default() }
+    }
+
+    pub fn advance(&mut self, ms: i64) {
+        self.now += ms;
+    }
+
+    /// Drops `key` if its expiry has passed, as Redis does on access.
+    pub fn expire_if_needed(&mut self, key: &[u8]) {
+        if let Some((_, Some(at))) = self.data.get(key) {
+            if *at <= self.now {
+                self.data.remove(key);
+            }
+        }
+    }
+
+    pub fn value(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.expire_if_needed(key);
+        self.data.get_mut(key).map(|(v, _)| v)
+    }
+
+    /// The hash at `key` as (field, value) strings, for assertions.
+    pub fn hash(&mut self, key: &str) -> Vec<(String, String)> {
+        match self.value(key.as_bytes()) {
+            Some(Value::Hash(h)) => {
+                h.iter().map(|(k, v)| (String::from_utf8_lossy(k).into(), String::from_utf8_lossy(v).into())).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Published (channel, message) strings, drained.
+    pub fn take_published(&mut self) -> Vec<(String, String)> {
+        self.published
+            .drain(..)
+            .map(|(c, m)| (String::from_utf8_lossy(&c).into(), String::from_utf8_lossy(&m).into()))
+            .collect()
+    }
+
+    fn hash_mut(&mut self, key: &[u8]) -> &mut BTreeMap<Vec<u8>, Vec<u8>> {
+        self.expire_if_needed(key);
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::Hash(BTreeMap::new()), None));
+        if !matches!(entry.0, Value::Hash(_)) {
+            *entry = (Value::Hash(BTreeMap::new()), None);
+        }
+        match &mut entry.0 {
+            Value::Hash(h) => h,
+            _ => unreachable!("just made a hash"),
+        }
+    }
+}
+
+impl Store for MemoryStore {
+    fn now(&self) -> i64 {
+        self.now
+    }
+
+    fn exists(&mut self, key: &[u8]) -> bool {
+        self.value(key).is_some()
+    }
+
+    fn pttl(&mut self, key: &[u8]) -> i64 {
+        self.expire_if_needed(key);
+        match self.data.get(key) {
+            None => TTL_MISSING,
+            Some((_, None)) => TTL_PERSISTENT,
+            Some((_, Some(at))) => at - self.now,
+        }
+    }
+
+    fn del(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        self.data.remove(key).is_some()
+    }
+
+    fn pexpire_at(&mut self, key: &[u8], at: i64) {
+        self.expire_if_needed(key);
+        if let Some(e) = self.data.get_mut(key) {
+            e.1 = Some(at);
+        }
+    }
+
+    fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(Value::Hash(h)) => Ok(h.get(field).cloned()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn hash_len(&mut self, key: &[u8]) -> Result<usize> {
+        match self.value(key) {
+            None => Ok(0),
+            Some(Value::Hash(h)) => Ok(h.len()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        match self.value(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Hash(h)) => Ok(h.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
+        let h = self.hash_mut(key);
+        let cur = h.get(field).and_then(|v| super::parse_i64(v)).unwrap_or(0);
+        h.insert(field.to_vec(), (cur + by).to_string().into_bytes());
+        cur + by
+    }
+
+    fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
+        self.hash_mut(key).insert(field.to_vec(), value.to_vec());
+    }
+
+    fn hash_del(&mut self, key: &[u8], field: &[u8]) {
+        let h = self.hash_mut(key);
+        h.remove(field);
+        if h.is_empty() {
+            self.data.remove(key);
+        }
+    }
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64) {
+        self.data.insert(key.to_vec(), (Value::Str(value.to_vec()), Some(at)));
+    }
+
+    fn publish(&mut self, channel: &[u8], message: &[u8]) {
+        self.published.push((channel.to_vec(), message.to_vec()));
+    }
+}

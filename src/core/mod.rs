@@ -1,0 +1,62 @@
+//! Pure lock logic: Redisson's algorithms over a small [`Store`] trait.
+//!
+//! Nothing here imports `redis_module`. The module's store (`crate::effects`) applies every
+//! write to the keyspace and propagates it; the unit tests use [`memory::MemoryStore`] with a
+//! fake clock. Each lock operation reads and type-checks every key it will touch *before* its
+//! first write, so an error (`WRONGTYPE`, a corrupt hold count) leaves the keyspace unchanged.
+
+pub mod error;
+pub mod reentrant;
+pub mod store;
+
+#[cfg(test)]
+pub mod memory;
+
+pub use error::LockError;
+pub use store::Store;
+
+pub type Result<T> = std::result::Result<T, LockError>;
+
+/// A command's reply, written to the client by the command layer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Nil,
+    Int(i64),
+    Bulk(Vec<u8>),
+    Simple(String),
+    Array(Vec<Reply>),
+    /// A map under RESP3, a flat field/value array under RESP2.
+    Map(Vec<(Reply, Reply)>),
+}
+
+/// The unlock latch of an unlock request: Redisson's guard against a retried unlock being
+/// applied twice. The latch key records the first attempt's outcome for `ttl_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct Latch<'a> {
+    pub request_id: &'a [u8],
+    pub ttl_ms: i64,
+}
+
+/// Returns the recorded outcome of an earlier unlock with the same request id, if any.
+pub fn latch_check<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>) -> Result<Option<Reply>> {
+    let Some(l) = latch else { return Ok(None) };
+    let name = crate::names::unlock_latch(key, l.request_id);
+    // Redisson replies `tonumber(value)`: nil for anything that is not a number.
+    Ok(s.get(&name)?.map(|v| parse_i64(&v).map_or(Reply::Nil, Reply::Int)))
+}
+
+/// Records an unlock's outcome (`0` still held, `1` released) under its latch key.
+pub fn latch_record<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outcome: i64) {
+    if let Some(l) = latch {
+        let name = crate::names::unlock_latch(key, l.request_id);
+        let now = s.now();
+        s.set_px_at(&name, if outcome == 0 { b"0" } else { b"1" }, now + l.ttl_ms);
+    }
+}
+
+/// Parses a decimal integer the way Redis does (no spaces, no `+`, no leading zeros).
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let v: i64 = s.parse().ok()?;
+    (v.to_string() == s).then_some(v)
+}

@@ -1,0 +1,58 @@
+//! The store: the keyspace operations the lock algorithms need, and nothing more.
+//!
+//! Methods mirror the Redis commands Redisson's scripts call, with the same results, so the
+//! algorithms read like the scripts. Writes are infallible here: the algorithms type-check
+//! every key before writing (a read method returns [`LockError::WrongType`] for a key of the
+//! wrong type), and the store behind them applies, notifies and propagates each write.
+
+use super::{LockError, Result};
+
+/// `PTTL` of a missing key.
+pub const TTL_MISSING: i64 = -2;
+/// `PTTL` of a key without an expiry.
+pub const TTL_PERSISTENT: i64 = -1;
+
+pub trait Store {
+    /// The server's clock in ms, read once per command.
+    fn now(&self) -> i64;
+
+    // -- any type ------------------------------------------------------------------------------
+    fn exists(&mut self, key: &[u8]) -> bool;
+    /// Remaining time to live in ms, or [`TTL_MISSING`] / [`TTL_PERSISTENT`], as `PTTL`.
+    fn pttl(&mut self, key: &[u8]) -> i64;
+    /// `DEL`: true if the key existed.
+    fn del(&mut self, key: &[u8]) -> bool;
+    /// `PEXPIREAT key at`, on an existing key.
+    fn pexpire_at(&mut self, key: &[u8], at: i64);
+
+    // -- hash ----------------------------------------------------------------------------------
+    /// `HGET`; `WrongType` if the key is not a hash.
+    fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// `HGET` of a hold count; `CorruptHoldCount` if the value is not an integer.
+    fn hash_get_int(&mut self, key: &[u8], field: &[u8]) -> Result<Option<i64>> {
+        match self.hash_get(key, field)? {
+            None => Ok(None),
+            Some(v) => super::parse_i64(&v).map(Some).ok_or(LockError::CorruptHoldCount),
+        }
+    }
+    /// `HLEN`.
+    fn hash_len(&mut self, key: &[u8]) -> Result<usize>;
+    /// `HGETALL`, in no particular order.
+    fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value.
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64;
+    /// `HSET` of one field.
+    fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]);
+    /// `HDEL` of one field (the key goes with its last field).
+    fn hash_del(&mut self, key: &[u8], field: &[u8]);
+
+    // -- string --------------------------------------------------------------------------------
+    /// `GET`; `WrongType` if the key is not a string.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// `SET key value PXAT at`, replacing a value of any type.
+    fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64);
+
+    // -- pub/sub -------------------------------------------------------------------------------
+    /// `PUBLISH`.
+    fn publish(&mut self, channel: &[u8], message: &[u8]);
+}

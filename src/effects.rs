@@ -1,0 +1,243 @@
+//! The chokepoint for writes: the [`Store`] the commands run the lock algorithms on.
+//!
+//! Every write goes through here and does three things, in Redis' own order: change the
+//! keyspace with the low-level key API, fire the keyspace event the equivalent Redis command
+//! fires (so notification users see what Redisson's Lua would produce), and append a
+//! deterministic command to the replication stream and the AOF. Expiries are always
+//! propagated as absolute times (`PEXPIREAT`, `SET ... PXAT`), computed from one clock reading
+//! per command, so a replica or an AOF replay never recomputes time.
+
+use std::ffi::CStr;
+
+use redis_module::raw;
+
+use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
+use crate::core::{LockError, Result};
+use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
+
+const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
+const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
+const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
+const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
+
+/// A module string for a name: the command's own argument when the bytes are one, else a copy.
+enum Name<'a> {
+    Arg(usize, StrRef<'a>),
+    Own(RStr),
+}
+
+impl Name<'_> {
+    fn raw(&self) -> StrRef<'_> {
+        match self {
+            Name::Arg(_, r) => *r,
+            Name::Own(s) => s.as_ref(),
+        }
+    }
+}
+
+struct OpenKey<'a> {
+    name: Name<'a>,
+    key: Key,
+}
+
+/// The keyspace seen by one command: keys opened once and kept open until the command ends.
+pub struct RedisStore<'a> {
+    ctx: Ctx,
+    args: &'a Args<'a>,
+    now: i64,
+    keys: Vec<OpenKey<'a>>,
+}
+
+impl<'a> RedisStore<'a> {
+    /// A store for a command, on the clock Redis uses for expiry during this command.
+    pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
+        Self::at(ctx, args, Ctx::cached_ms())
+    }
+
+    pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
+        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2) }
+    }
+
+    fn name(&self, b: &[u8]) -> Name<'a> {
+        match self.args.index_of(b).and_then(|i| self.args.raw(i).map(|r| (i, r))) {
+            Some((i, r)) => Name::Arg(i, r),
+            None => Name::Own(self.ctx.string(b)),
+        }
+    }
+
+    fn name_is(&self, n: &Name, b: &[u8]) -> bool {
+        match n {
+            Name::Arg(i, _) => self.args.bytes(*i) == b,
+            Name::Own(s) => s.bytes() == b,
+        }
+    }
+
+    /// The index in `keys` of the handle of `key`, opened for writing on first use.
+    fn slot(&mut self, key: &[u8]) -> usize {
+        if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
+            return i;
+        }
+        let name = self.name(key);
+        let handle = self.ctx.open_key(name.raw(), true);
+        self.keys.push(OpenKey { name, key: handle });
+        self.keys.len() - 1
+    }
+
+    fn open(&mut self, key: &[u8]) -> &OpenKey<'a> {
+        let i = self.slot(key);
+        &self.keys[i]
+    }
+
+    fn is_open(&self, key: &[u8]) -> Option<&OpenKey<'a>> {
+        self.keys.iter().find(|k| self.name_is(&k.name, key))
+    }
+
+    fn typed(&mut self, key: &[u8], want: KeyKind) -> Result<Option<&OpenKey<'a>>> {
+        let k = self.open(key);
+        match k.key.kind() {
+            KeyKind::Empty => Ok(None),
+            kind if kind == want => Ok(Some(k)),
+            _ => Err(LockError::WrongType),
+        }
+    }
+
+    fn effect(&self, class: u32, event: &CStr, name: StrRef, cmd: &CStr, args: &[Arg]) {
+        self.ctx.notify(class, event, name);
+        self.ctx.replicate(cmd, args);
+    }
+}
+
+impl Store for RedisStore<'_> {
+    fn now(&self) -> i64 {
+        self.now
+    }
+
+    fn exists(&mut self, key: &[u8]) -> bool {
+        self.open(key).key.kind() != KeyKind::Empty
+    }
+
+    fn pttl(&mut self, key: &[u8]) -> i64 {
+        // Timeout keys of read holds are scanned by the thousand: read them without caching.
+        let at = match self.is_open(key) {
+            Some(k) => (k.key.kind() != KeyKind::Empty).then(|| k.key.expire_at()),
+            None => {
+                let name = self.name(key);
+                let k = self.ctx.open_key(name.raw(), false);
+                (k.kind() != KeyKind::Empty).then(|| k.expire_at())
+            }
+        };
+        match at {
+            None => TTL_MISSING,
+            Some(None) => TTL_PERSISTENT,
+            Some(Some(at)) => (at - self.now).max(0),
+        }
+    }
+
+    fn del(&mut self, key: &[u8]) -> bool {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() == KeyKind::Empty {
+            return false;
+        }
+        k.key.delete();
+        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::B(key)]);
+        true
+    }
+
+    fn pexpire_at(&mut self, key: &[u8], at: i64) {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() == KeyKind::Empty || !k.key.set_expire_at(at) {
+            return;
+        }
+        self.effect(GENERIC, c"expire", k.name.raw(), c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
+    }
+
+    fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
+        let f = self.name(field);
+        Ok(self.typed(key, KeyKind::Hash)?.and_then(|k| k.key.hash_get(f.raw())).map(|v| v.bytes().to_vec()))
+    }
+
+    fn hash_get_int(&mut self, key: &[u8], field: &[u8]) -> Result<Option<i64>> {
+        // Parsed in place: the hot path of every acquire and unlock.
+        let f = self.name(field);
+        match self.typed(key, KeyKind::Hash)? {
+            None => Ok(None),
+            Some(k) => k.key.hash_get_int(f.raw()).map_err(|_| LockError::CorruptHoldCount),
+        }
+    }
+
+    fn hash_len(&mut self, key: &[u8]) -> Result<usize> {
+        Ok(self.typed(key, KeyKind::Hash)?.map_or(0, |k| k.key.len()))
+    }
+
+    fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(k) = self.typed(key, KeyKind::Hash)? {
+            k.key.scan(|f, v| out.push((f.to_vec(), v.to_vec())));
+        }
+        Ok(out)
+    }
+
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
+        let f = self.name(field);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let current = k.key.hash_get_int(f.raw()).ok().flatten().unwrap_or(0);
+        let next = current.saturating_add(by);
+        let mut buf = crate::ffi::IntBuf::default();
+        let v = self.ctx.string(buf.format(next));
+        k.key.hash_set(f.raw(), v.as_ref());
+        self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
+        next
+    }
+
+    fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
+        let f = self.name(field);
+        let v = self.name(value);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        k.key.hash_set(f.raw(), v.raw());
+        self.effect(HASH, c"hset", k.name.raw(), c"HSET", &[Arg::B(key), Arg::B(field), Arg::B(value)]);
+    }
+
+    fn hash_del(&mut self, key: &[u8], field: &[u8]) {
+        let f = self.name(field);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        k.key.hash_del(f.raw());
+        self.effect(HASH, c"hdel", k.name.raw(), c"HDEL", &[Arg::B(key), Arg::B(field)]);
+        if k.key.kind() == KeyKind::Empty {
+            self.ctx.notify(GENERIC, c"del", k.name.raw());
+        }
+    }
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.typed(key, KeyKind::String)?.map(|k| k.key.string_get()))
+    }
+
+    fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64) {
+        let v = self.name(value);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        k.key.string_set(v.raw());
+        k.key.set_expire_at(at);
+        self.ctx.notify(STRING, c"set", k.name.raw());
+        self.effect(
+            GENERIC,
+            c"expire",
+            k.name.raw(),
+            c"SET",
+            &[Arg::B(key), Arg::B(value), Arg::B(b"PXAT"), Arg::I(at)],
+        );
+    }
+
+    fn publish(&mut self, channel: &[u8], message: &[u8]) {
+        self.ctx.publish(channel, message);
+        // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
+        // message already travels over the cluster bus, so propagating it would repeat it.
+        if self.ctx.flags() & CLUSTER_FLAG == 0 {
+            self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! redis-lockmod: Redisson's locks as native Redis commands.
+//!
+//! This file only registers things with Redis. The lock algorithms live in `core`, the
+//! command parsing in `commands`, the keyspace writes in `effects`, the C API in `ffi`.
+
+pub mod commands;
+pub mod core;
+pub mod effects;
+pub mod ffi;
+pub mod names;
+
+#[cfg(not(test))]
+mod module {
+    use std::ffi::CStr;
+
+    use redis_module::{redis_module, Context, RedisString, Status};
+
+    use crate::command_fn;
+    use crate::commands::lock;
+    use crate::ffi::{self, CommandFn};
+
+    /// (name, handler, flags): every command takes the lock key as its only declared key.
+    fn command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
+        vec![
+            (c"LOCK.ACQUIRE", command_fn!(lock::lock_acquire), c"write deny-oom fast"),
+            (c"LOCK.UNLOCK", command_fn!(lock::lock_unlock), c"write fast"),
+            (c"LOCK.RENEW", command_fn!(lock::lock_renew), c"write fast"),
+            (c"LOCK.FORCEUNLOCK", command_fn!(lock::lock_forceunlock), c"write fast"),
+        ]
+    }
+
+    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+        let missing = ffi::missing_apis();
+        if !missing.is_empty() {
+            ctx.log_warning(&format!("lockmod needs Redis 7.0 or later; missing {missing:?}"));
+            return Status::Err;
+        }
+        install_panic_hook();
+        for (name, f, flags) in command_table() {
+            if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
+                ctx.log_warning(&format!("lockmod: could not register {name:?}"));
+                return Status::Err;
+            }
+        }
+        Status::Ok
+    }
+
+    /// A panic is caught at the command boundary and answered with an error; the hook makes
+    /// sure the reason reaches the server log, where an operator will look.
+    fn install_panic_hook() {
+        std::panic::set_hook(Box::new(|info| {
+            ffi::log(c"warning", &format!("lockmod: {info}"));
+        }));
+    }
+
+    redis_module! {
+        name: "lockmod",
+        version: 1,
+        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        data_types: [],
+        init: init,
+        commands: [],
+    }
+}

@@ -1,0 +1,137 @@
+//! Redisson's key and channel naming rules: the only place that formats a derived name.
+//!
+//! Redisson puts every derived key and channel in the lock key's Redis Cluster hash slot by
+//! wrapping the lock name in braces, unless the name already carries a hash tag (any `{`), in
+//! which case the name is used as it is and its own tag decides the slot.
+
+/// `prefix:{name}`, or `prefix:name` when `name` already contains `{`.
+pub fn prefix(prefix: &str, name: &[u8]) -> Vec<u8> {
+    let tagged = name.contains(&b'{');
+    let mut out = Vec::with_capacity(prefix.len() + name.len() + 3);
+    out.extend_from_slice(prefix.as_bytes());
+    out.push(b':');
+    if tagged {
+        out.extend_from_slice(name);
+    } else {
+        out.push(b'{');
+        out.extend_from_slice(name);
+        out.push(b'}');
+    }
+    out
+}
+
+/// `{name}:suffix`, or `name:suffix` when `name` already contains `{`.
+pub fn suffix(name: &[u8], suffix: &[u8]) -> Vec<u8> {
+    let tagged = name.contains(&b'{');
+    let mut out = Vec::with_capacity(name.len() + suffix.len() + 3);
+    if tagged {
+        out.extend_from_slice(name);
+    } else {
+        out.push(b'{');
+        out.extend_from_slice(name);
+        out.push(b'}');
+    }
+    out.push(b':');
+    out.extend_from_slice(suffix);
+    out
+}
+
+/// The reentrant (and fenced) lock's unlock channel.
+pub fn lock_channel(key: &[u8]) -> Vec<u8> {
+    prefix("redisson_lock__channel", key)
+}
+
+/// The read-write lock's unlock channel.
+pub fn rwlock_channel(key: &[u8]) -> Vec<u8> {
+    prefix("redisson_rwlock", key)
+}
+
+/// A fair-lock waiter's own channel: the lock channel, `:`, the owner.
+pub fn fair_waiter_channel(key: &[u8], owner: &[u8]) -> Vec<u8> {
+    let mut c = lock_channel(key);
+    c.push(b':');
+    c.extend_from_slice(owner);
+    c
+}
+
+/// The fair lock's FIFO list of waiting owners.
+pub fn fair_queue(key: &[u8]) -> Vec<u8> {
+    prefix("redisson_lock_queue", key)
+}
+
+/// The fair lock's zset of waiter deadlines.
+pub fn fair_timeouts(key: &[u8]) -> Vec<u8> {
+    prefix("redisson_lock_timeout", key)
+}
+
+/// The fenced lock's token counter.
+pub fn token(key: &[u8]) -> Vec<u8> {
+    prefix("redisson_lock_token", key)
+}
+
+/// The unlock latch of one unlock request, which makes a retried unlock idempotent.
+pub fn unlock_latch(key: &[u8], request_id: &[u8]) -> Vec<u8> {
+    let mut k = prefix("redisson_unlock_latch", key);
+    k.push(b':');
+    k.extend_from_slice(request_id);
+    k
+}
+
+/// The prefix of an owner's read-hold timeout keys: `suffix(key, owner) + ":rwlock_timeout"`.
+pub fn read_timeout_prefix(key: &[u8], owner: &[u8]) -> Vec<u8> {
+    let mut k = suffix(key, owner);
+    k.extend_from_slice(b":rwlock_timeout");
+    k
+}
+
+/// The timeout key of an owner's `i`-th read hold.
+pub fn read_timeout(key: &[u8], owner: &[u8], i: i64) -> Vec<u8> {
+    let mut k = read_timeout_prefix(key, owner);
+    k.push(b':');
+    k.extend_from_slice(i.to_string().as_bytes());
+    k
+}
+
+/// The write-hold field of an owner in the read-write lock hash.
+pub fn write_field(owner: &[u8]) -> Vec<u8> {
+    let mut f = owner.to_vec();
+    f.extend_from_slice(b":write");
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[rustfmt::skip]
+    const CASES: &[(&str, &str, &str)] = &[
+        // name,        prefix("p", name),  suffix(name, "s")
+        ("lock",        "p:{lock}",         "{lock}:s"),
+        ("{lock}",      "p:{lock}",         "{lock}:s"),
+        ("a{b}c",       "p:a{b}c",          "a{b}c:s"),
+        ("half{open",   "p:half{open",      "half{open:s"),
+        ("",            "p:{}",             "{}:s"),
+    ];
+
+    #[test]
+    fn prefix_and_suffix_follow_redissons_brace_rules() {
+        for (name, p, s) in CASES {
+            assert_eq!(prefix("p", name.as_bytes()), p.as_bytes(), "prefix of {name}");
+            assert_eq!(suffix(name.as_bytes(), b"s"), s.as_bytes(), "suffix of {name}");
+        }
+    }
+
+    #[test]
+    fn derived_names_match_redisson() {
+        assert_eq!(lock_channel(b"l"), b"redisson_lock__channel:{l}");
+        assert_eq!(rwlock_channel(b"l"), b"redisson_rwlock:{l}");
+        assert_eq!(fair_waiter_channel(b"l", b"o:1"), b"redisson_lock__channel:{l}:o:1");
+        assert_eq!(fair_queue(b"l"), b"redisson_lock_queue:{l}");
+        assert_eq!(fair_timeouts(b"l"), b"redisson_lock_timeout:{l}");
+        assert_eq!(token(b"l"), b"redisson_lock_token:{l}");
+        assert_eq!(unlock_latch(b"l", b"r1"), b"redisson_unlock_latch:{l}:r1");
+        assert_eq!(read_timeout(b"l", b"o:1", 3), b"{l}:o:1:rwlock_timeout:3");
+        assert_eq!(read_timeout(b"{l}", b"o", 1), b"{l}:o:rwlock_timeout:1");
+        assert_eq!(write_field(b"o:1"), b"o:1:write");
+    }
+}

@@ -1,0 +1,232 @@
+//! The differential test: the module and this project's Lua reference (`bench/lua/`) run the
+//! same operations on two servers; replies, keyspace and published messages must match.
+//!
+//! Leases expire for real during a run. To keep both sides on the same side of every expiry,
+//! each step first waits out any key about to expire (within [`GUARD_MS`]), then runs the
+//! operation on both servers back to back; TTLs are compared within [`TOL_MS`].
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{error_line, Server, Subscriber, Value};
+
+/// Keys closer than this to expiring are waited out before an operation.
+pub const GUARD_MS: i64 = 12;
+/// TTL replies and PTTLs may differ by this much between the two servers.
+pub const TOL_MS: i64 = 25;
+
+/// One operation, as a module command and as the equivalent Lua reference call.
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub module: Vec<String>,
+    pub script: &'static str,
+    pub keys: Vec<String>,
+    pub args: Vec<String>,
+    /// Integer replies are TTLs: compare them within the tolerance.
+    pub ttl_reply: bool,
+}
+
+impl Op {
+    pub fn new(module: &[&str], script: &'static str, keys: &[&str], args: &[&str]) -> Op {
+        Op {
+            module: module.iter().map(|s| s.to_string()).collect(),
+            script,
+            keys: keys.iter().map(|s| s.to_string()).collect(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ttl_reply: false,
+        }
+    }
+
+    pub fn ttl(mut self) -> Op {
+        self.ttl_reply = true;
+        self
+    }
+}
+
+/// Milliseconds since the epoch on this machine's clock (the servers' clock too).
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// A module server and a Lua-reference server, with a subscriber on each.
+pub struct Pair {
+    pub module: Server,
+    pub lua: Server,
+    pub mc: redis::Connection,
+    pub lc: redis::Connection,
+    msub: Subscriber,
+    lsub: Subscriber,
+    shas: HashMap<String, String>,
+    pub steps: usize,
+    published_m: Vec<(String, String)>,
+    published_l: Vec<(String, String)>,
+}
+
+impl Pair {
+    pub fn new() -> Pair {
+        let module = Server::start();
+        let lua = Server::start_plain();
+        let (mc, mut lc) = (module.conn(), lua.conn());
+        let mut shas = HashMap::new();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/lua");
+        for entry in std::fs::read_dir(&dir).expect("bench/lua") {
+            let path = entry.expect("dir entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("lua") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).expect("read script");
+            let sha: String = redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(&src)
+                .query(&mut lc)
+                .unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+            shas.insert(stem, sha);
+        }
+        let (msub, lsub) = (module.subscriber(), lua.subscriber());
+        Pair { module, lua, mc, lc, msub, lsub, shas, steps: 0, published_m: vec![], published_l: vec![] }
+    }
+
+    /// Runs the Lua reference alone (for setup or for tests of the scripts themselves).
+    pub fn lua_call(&mut self, op: &Op) -> Result<Value, String> {
+        let sha = self.shas.get(op.script).unwrap_or_else(|| panic!("no bench/lua/{}.lua", op.script));
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(sha).arg(op.keys.len());
+        for k in &op.keys {
+            cmd.arg(k);
+        }
+        for a in &op.args {
+            cmd.arg(a);
+        }
+        cmd.query::<Value>(&mut self.lc).map_err(error_line)
+    }
+
+    pub fn module_call(&mut self, op: &Op) -> Result<Value, String> {
+        let mut cmd = redis::cmd(&op.module[0]);
+        for a in &op.module[1..] {
+            cmd.arg(a);
+        }
+        cmd.query::<Value>(&mut self.mc).map_err(error_line)
+    }
+
+    /// Waits until no key on either server is within GUARD_MS of expiring.
+    pub fn wait_out_expiries(&mut self) {
+        loop {
+            let soonest = [soonest_expiry(&mut self.mc), soonest_expiry(&mut self.lc)].into_iter().flatten().min();
+            match soonest {
+                Some(ms) if ms <= GUARD_MS => std::thread::sleep(Duration::from_millis(ms as u64 + 3)),
+                _ => return,
+            }
+        }
+    }
+
+    /// Runs `op` on both sides and asserts the replies match.
+    pub fn step(&mut self, op: &Op) -> Value {
+        self.wait_out_expiries();
+        let m = self.module_call(op);
+        let l = self.lua_call(op);
+        self.steps += 1;
+        let same = match (&m, &l) {
+            (Ok(a), Ok(b)) => values_match(a, b, op.ttl_reply),
+            _ => false,
+        };
+        assert!(same, "step {}: {:?}\n  module: {m:?}\n  lua:    {l:?}", self.steps, op);
+        m.unwrap_or(Value::Nil)
+    }
+
+    /// Asserts both keyspaces and the published messages so far match.
+    pub fn check(&mut self) {
+        self.wait_out_expiries();
+        let (a, b) = (dump(&mut self.mc), dump(&mut self.lc));
+        let names_a: Vec<&String> = a.iter().map(|e| &e.0).collect();
+        let names_b: Vec<&String> = b.iter().map(|e| &e.0).collect();
+        assert_eq!(names_a, names_b, "step {}: different keys", self.steps);
+        for (x, y) in a.iter().zip(b.iter()) {
+            assert_eq!(x.1, y.1, "step {}: key {} differs", self.steps, x.0);
+            let both_persistent = x.2 == -1 && y.2 == -1;
+            assert!(
+                both_persistent || (x.2 >= 0 && y.2 >= 0 && (x.2 - y.2).abs() <= TOL_MS),
+                "step {}: PTTL of {} differs: module {} lua {}",
+                self.steps,
+                x.0,
+                x.2,
+                y.2
+            );
+            let scores_near = x.3.len() == y.3.len() && x.3.iter().zip(&y.3).all(|(p, q)| (p - q).abs() <= TOL_MS);
+            assert!(scores_near, "step {}: scores of {} differ: module {:?} lua {:?}", self.steps, x.0, x.3, y.3);
+        }
+        self.published_m.extend(self.msub.take());
+        self.published_l.extend(self.lsub.take());
+        let n = self.published_m.len().min(self.published_l.len());
+        assert_eq!(self.published_m, self.published_l, "step {}: different messages", self.steps);
+        self.published_m.drain(..n);
+        self.published_l.drain(..n);
+    }
+
+    /// Deletes everything on both servers.
+    pub fn flush(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.mc).expect("FLUSHALL");
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.lc).expect("FLUSHALL");
+    }
+}
+
+impl Default for Pair {
+    fn default() -> Self {
+        Pair::new()
+    }
+}
+
+fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).ok()?;
+    if keys.is_empty() {
+        return None;
+    }
+    let mut p = redis::pipe();
+    for k in &keys {
+        p.cmd("PTTL").arg(k);
+    }
+    let ttls: Vec<i64> = p.query(c).ok()?;
+    ttls.into_iter().filter(|t| *t >= 0).min()
+}
+
+/// Every key as (name, printable value, PTTL, zset scores), sorted by name.
+pub fn dump(c: &mut redis::Connection) -> Vec<(String, String, i64, Vec<i64>)> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(&k).query(c).expect("TYPE");
+            let mut scores = Vec::new();
+            let v = match t.as_str() {
+                "string" => format!("{:?}", redis::cmd("GET").arg(&k).query::<Option<String>>(c)),
+                "hash" => format!(
+                    "{:?}",
+                    redis::cmd("HGETALL").arg(&k).query::<std::collections::BTreeMap<String, String>>(c)
+                ),
+                "list" => format!("{:?}", redis::cmd("LRANGE").arg(&k).arg(0).arg(-1).query::<Vec<String>>(c)),
+                "zset" => {
+                    // Deadlines are computed from each server's clock: compare members and order
+                    // exactly, scores within the tolerance (rounded to it).
+                    let z: Vec<(String, f64)> =
+                        redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE");
+                    scores = z.iter().map(|(_, s)| *s as i64).collect();
+                    format!("{:?}", z.into_iter().map(|(m, _)| m).collect::<Vec<_>>())
+                }
+                other => other.to_string(),
+            };
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(c).expect("PTTL");
+            (k, format!("{t}:{v}"), ttl, scores)
+        })
+        .collect()
+}
+
+/// Replies match exactly, or, for TTL replies, within the tolerance.
+pub fn values_match(a: &Value, b: &Value, ttl: bool) -> bool {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) if ttl && *x > 0 && *y > 0 => (x - y).abs() <= TOL_MS,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| values_match(p, q, ttl))
+        }
+        _ => a == b,
+    }
+}

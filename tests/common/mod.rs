@@ -1,0 +1,317 @@
+//! The integration-test harness: real `redis-server` processes with the module loaded.
+//!
+//! Each test starts its own server on a free 127.0.0.1 port and the server is killed when the
+//! [`Server`] is dropped, even if the test panics. A missing `redis-server` fails the test
+//! loudly: a skipped suite would prove nothing.
+
+#![allow(dead_code)]
+
+pub mod diff;
+pub mod names;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use redis::Value;
+
+/// The module under test: `$LOCKMOD_MODULE`, or the debug build (built on first use).
+pub fn module_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Ok(p) = std::env::var("LOCKMOD_MODULE") {
+            return PathBuf::from(p);
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--lib", "--quiet"])
+            .current_dir(root)
+            .status()
+            .expect("cargo build of the module failed to start");
+        assert!(status.success(), "cargo build of the module failed");
+        let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| root.join("target"));
+        let so = target
+            .join("debug")
+            .join(format!("libredis_lockmod.{}", if cfg!(target_os = "macos") { "dylib" } else { "so" }));
+        assert!(so.exists(), "module not found at {}", so.display());
+        so
+    })
+    .clone()
+}
+
+/// The server binary: `$REDIS_SERVER`, else `redis-server` on the PATH.
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+fn scratch_dir() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir =
+        std::env::temp_dir().join(format!("lockmod-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("cannot create a scratch dir");
+    dir
+}
+
+/// A running `redis-server`, killed on drop.
+pub struct Server {
+    pub port: u16,
+    child: Child,
+    pub dir: PathBuf,
+}
+
+impl Server {
+    /// A server with the module loaded.
+    pub fn start() -> Server {
+        Server::start_with(true, &[])
+    }
+
+    /// A plain server (for the Lua reference side of the differential test).
+    pub fn start_plain() -> Server {
+        Server::start_with(false, &[])
+    }
+
+    /// A server with extra configuration arguments (`["--replicaof", "127.0.0.1", "6379"]`).
+    pub fn start_with(module: bool, extra: &[&str]) -> Server {
+        let mut last_err = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = scratch_dir();
+            let mut cmd = Command::new(server_binary());
+            cmd.arg("--port")
+                .arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .arg("--dir")
+                .arg(&dir)
+                .arg("--logfile")
+                .arg(dir.join("server.log"));
+            if module {
+                cmd.arg("--loadmodule").arg(module_path());
+            }
+            cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
+            let child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => panic!("cannot start {} (run scripts/install-deps.sh): {e}", server_binary()),
+            };
+            let mut server = Server { port, child, dir };
+            match server.wait_ready() {
+                Ok(()) => return server,
+                Err(e) => last_err = e,
+            }
+        }
+        panic!("redis-server did not start: {last_err}");
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+                return Err(format!("exited with {status}: {log}"));
+            }
+            if let Ok(mut c) = self.try_conn() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("no PING reply within 10 s".into())
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url())?.get_connection_with_timeout(Duration::from_secs(2))
+    }
+
+    /// A new connection (RESP2).
+    pub fn conn(&self) -> redis::Connection {
+        let c = self.try_conn().expect("cannot connect");
+        c.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        c
+    }
+
+    /// A new RESP3 connection.
+    pub fn conn3(&self) -> redis::Connection {
+        let url = format!("{}?protocol=resp3", self.url());
+        redis::Client::open(url).and_then(|c| c.get_connection()).expect("cannot connect with RESP3")
+    }
+
+    /// Starts a subscriber on every channel (`PSUBSCRIBE *`).
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber::start(self)
+    }
+
+    /// Starts a replica of this server (module loaded) and waits until it is in sync.
+    pub fn replica(&self) -> Server {
+        let port = self.port.to_string();
+        let r = Server::start_with(true, &["--replicaof", "127.0.0.1", &port]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut c = r.conn();
+        loop {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut c).expect("INFO");
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "replica did not sync: {info}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r
+    }
+
+    /// The server's log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// True if the server process is still alive.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs a command; a server error comes back as its full line, `CODE message`.
+pub fn call(c: &mut redis::Connection, args: &[&str]) -> Result<Value, String> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query::<Value>(c).map_err(error_line)
+}
+
+/// A redis error as the server's line: `WRONGTYPE Operation against ...`.
+pub fn error_line(e: redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Runs a command that must succeed.
+pub fn ok(c: &mut redis::Connection, args: &[&str]) -> Value {
+    call(c, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+pub fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(n) => *n,
+        other => panic!("expected an integer reply, got {other:?}"),
+    }
+}
+
+pub fn hgetall(c: &mut redis::Connection, key: &str) -> BTreeMap<String, String> {
+    redis::cmd("HGETALL").arg(key).query(c).expect("HGETALL")
+}
+
+pub fn pttl(c: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(c).expect("PTTL")
+}
+
+/// Every key and its type, sorted.
+pub fn keys(c: &mut redis::Connection) -> Vec<String> {
+    let mut k: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
+    k.sort();
+    k
+}
+
+/// The map `[k1, v1, ...]` of a hash, from literals.
+pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// Asserts `actual` is within `tol` of `expected`.
+#[track_caller]
+pub fn assert_near(actual: i64, expected: i64, tol: i64) {
+    assert!((actual - expected).abs() <= tol, "{actual} is not within {tol} of {expected}");
+}
+
+/// Waits until `WAIT 1` confirms the replica has everything, or panics.
+pub fn wait_replica(c: &mut redis::Connection) {
+    let n: i64 = redis::cmd("WAIT").arg(1).arg(2000).query(c).expect("WAIT");
+    assert_eq!(n, 1, "the replica did not acknowledge");
+}
+
+/// A subscriber on another connection, collecting every published (channel, message).
+pub struct Subscriber {
+    messages: Arc<Mutex<Vec<(String, String)>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Subscriber {
+    fn start(server: &Server) -> Subscriber {
+        let messages = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut con = server.conn();
+        let ready = Arc::new(AtomicBool::new(false));
+        let (m, s, r) = (messages.clone(), stop.clone(), ready.clone());
+        let thread = std::thread::spawn(move || {
+            let mut ps = con.as_pubsub();
+            ps.psubscribe("*").expect("PSUBSCRIBE");
+            ps.set_read_timeout(Some(Duration::from_millis(20))).expect("timeout");
+            r.store(true, Ordering::SeqCst);
+            while !s.load(Ordering::SeqCst) {
+                if let Ok(msg) = ps.get_message() {
+                    let payload: String = msg.get_payload().unwrap_or_default();
+                    m.lock().expect("lock").push((msg.get_channel_name().to_string(), payload));
+                }
+            }
+        });
+        while !ready.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // The PSUBSCRIBE is acknowledged before `ready`; give the server a moment anyway.
+        std::thread::sleep(Duration::from_millis(20));
+        Subscriber { messages, stop, thread: Some(thread) }
+    }
+
+    /// Messages received so far (waiting briefly for in-flight ones), drained.
+    pub fn take(&self) -> Vec<(String, String)> {
+        std::thread::sleep(Duration::from_millis(60));
+        std::mem::take(&mut *self.messages.lock().expect("lock"))
+    }
+
+    /// Waits up to `timeout` for at least `n` messages, then drains them.
+    pub fn take_n(&self, n: usize, timeout: Duration) -> Vec<(String, String)> {
+        let deadline = Instant::now() + timeout;
+        while self.messages.lock().expect("lock").len() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.take()
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `(channel, message)` pairs from literals.
+pub fn msgs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}

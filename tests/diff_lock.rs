@@ -1,0 +1,69 @@
+//! Differential test of LOCK.*: the module against bench/lua/lock_*.lua, on random operations
+//! with several keys (some with hash tags), several owners and leases short enough to expire.
+
+mod common;
+
+use common::diff::{Op, Pair};
+use common::names;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+const KEYS: &[&str] = &["lock", "{tagged}", "a{b}c", "other"];
+const OWNERS: &[&str] = &["uuid-1:1", "uuid-1:2", "uuid-2:1"];
+const LEASES: &[&str] = &["15", "40", "120", "30000"];
+
+fn seed() -> u64 {
+    std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x10c4)
+}
+
+fn ops() -> usize {
+    std::env::var("DIFF_OPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2500)
+}
+
+fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
+    let key = KEYS[r.gen_range(0..KEYS.len())];
+    let owner = OWNERS[r.gen_range(0..OWNERS.len())];
+    let lease = LEASES[r.gen_range(0..LEASES.len())];
+    let chan = names::lock_channel(key);
+    match r.gen_range(0..10) {
+        0..=3 => Op::new(&["LOCK.ACQUIRE", key, owner, lease], "lock_acquire", &[key], &[owner, lease]).ttl(),
+        4..=6 => Op::new(&["LOCK.UNLOCK", key, owner, lease], "lock_unlock", &[key, &chan], &[owner, lease]),
+        7 => {
+            // A latched unlock, sometimes retried with the same request id.
+            if r.gen_bool(0.6) {
+                *latches += 1;
+            }
+            let req = format!("req-{latches}");
+            let latch = names::latch(key, &req);
+            let ms = ["20", "500"][r.gen_range(0..2)];
+            Op::new(
+                &["LOCK.UNLOCK", key, owner, lease, "LATCH", &req, ms],
+                "lock_unlock",
+                &[key, &chan, &latch],
+                &[owner, lease, ms],
+            )
+        }
+        8 => Op::new(&["LOCK.RENEW", key, owner, lease], "lock_renew", &[key], &[owner, lease]),
+        _ => Op::new(&["LOCK.FORCEUNLOCK", key], "lock_forceunlock", &[key, &chan], &[]),
+    }
+}
+
+#[test]
+fn reentrant_lock_matches_the_lua_reference() {
+    let (seed, n) = (seed(), ops());
+    eprintln!("DIFF_SEED={seed} DIFF_OPS={n}");
+    let mut r = SmallRng::seed_from_u64(seed);
+    let mut pair = Pair::new();
+    let mut latches = 0;
+    for i in 0..n {
+        let op = random_op(&mut r, &mut latches);
+        pair.step(&op);
+        if r.gen_ratio(1, 12) {
+            std::thread::sleep(std::time::Duration::from_millis(r.gen_range(1..50)));
+        }
+        if i % 100 == 99 {
+            pair.check();
+        }
+    }
+    pair.check();
+}
