@@ -90,6 +90,7 @@ impl Server {
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .args(["--enable-debug-command", "yes", "--enable-module-command", "yes"])
                 .arg("--dir")
                 .arg(&dir)
                 .arg("--logfile")
