@@ -35,13 +35,16 @@ macro_rules! api {
         // of the module runs; afterwards they are only read.
         match unsafe { raw::$name } {
             Some(f) => f,
-            None => api_missing(stringify!($name)),
+            None => $crate::ffi::api_missing(stringify!($name)),
         }
     };
 }
 
+// Declared after `api!` so the macro is in scope there.
+pub mod events;
+
 #[cold]
-fn api_missing(name: &str) -> ! {
+pub(crate) fn api_missing(name: &str) -> ! {
     // Unreachable on a supported server: `missing_apis` refuses to load the module otherwise.
     panic!("the server does not export {name}")
 }
@@ -186,6 +189,11 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
+    /// No arguments: for stores used outside a command (timers, blocked-client callbacks).
+    pub fn empty() -> Args<'static> {
+        Args { argv: &[] }
+    }
+
     pub fn len(&self) -> usize {
         self.argv.len()
     }
@@ -429,6 +437,10 @@ impl Ctx {
                 Reply::Nil => api!(RedisModule_ReplyWithNull)(self.0),
                 Reply::Int(n) => api!(RedisModule_ReplyWithLongLong)(self.0, *n),
                 Reply::Bulk(b) => api!(RedisModule_ReplyWithStringBuffer)(self.0, b.as_ptr() as *const c_char, b.len()),
+                Reply::Error(e) => {
+                    self.reply_error(e);
+                    OK
+                }
                 Reply::Simple(s) => {
                     let Ok(s) = std::ffi::CString::new(s.as_bytes()) else { return self.reply_error("ERR bad reply") };
                     api!(RedisModule_ReplyWithSimpleString)(self.0, s.as_ptr())

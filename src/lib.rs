@@ -3,6 +3,7 @@
 //! This file only registers things with Redis. The lock algorithms live in `core`, the
 //! command parsing in `commands`, the keyspace writes in `effects`, the C API in `ffi`.
 
+pub mod blocking;
 pub mod commands;
 pub mod core;
 pub mod effects;
@@ -36,6 +37,10 @@ mod module {
             return Status::Err;
         }
         install_panic_hook();
+        if !ffi::events::subscribe(ctx) {
+            ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
+            return Status::Err;
+        }
         for (name, f, flags) in command_table() {
             if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
                 ctx.log_warning(&format!("lockmod: could not register {name:?}"));

@@ -1,20 +1,29 @@
 //! `LOCK.*`: the reentrant lock, layout- and reply-compatible with Redisson's `RLock`.
 
 use super::{arity, parse_ms, parse_options, Accepts};
+use crate::blocking::{self, Request};
 use crate::core::{reentrant, LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
 type Result = std::result::Result<Reply, LockError>;
 
-/// `LOCK.ACQUIRE key owner lease`
+/// `LOCK.ACQUIRE key owner lease [BLOCK ms]`
 pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
     arity(args, 4, "lock.acquire")?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
-    parse_options(args, 4, Accepts::default())?;
+    let opts = parse_options(args, 4, Accepts { block: true, ..Accepts::default() })?;
     let mut store = RedisStore::new(ctx, args);
-    Ok(reentrant::acquire(&mut store, key, owner, lease)?.reply())
+    let outcome = reentrant::acquire(&mut store, key, owner, lease)?;
+    drop(store);
+    match (outcome, opts.block) {
+        (reentrant::Acquired::Refused(_), Some(ms)) => {
+            let req = Request::Lock { owner: owner.to_vec(), lease };
+            blocking::park(ctx, key, req, ms, outcome.reply())
+        }
+        _ => Ok(outcome.reply()),
+    }
 }
 
 /// `LOCK.UNLOCK key owner lease [LATCH request_id latch_ms]`
@@ -24,7 +33,10 @@ pub fn lock_unlock(ctx: &Ctx, args: &Args) -> Result {
     let lease = parse_ms(args.bytes(3), "lease")?;
     let opts = parse_options(args, 4, Accepts { latch: true, ..Accepts::default() })?;
     let mut store = RedisStore::new(ctx, args);
-    reentrant::unlock(&mut store, key, owner, lease, opts.latch)
+    let reply = reentrant::unlock(&mut store, key, owner, lease, opts.latch);
+    drop(store);
+    blocking::serve_now(ctx);
+    reply
 }
 
 /// `LOCK.RENEW key owner lease`
@@ -44,5 +56,8 @@ pub fn lock_forceunlock(ctx: &Ctx, args: &Args) -> Result {
         return Err(LockError::WrongArity("lock.forceunlock"));
     }
     let mut store = RedisStore::new(ctx, args);
-    reentrant::force_unlock(&mut store, args.bytes(1))
+    let reply = reentrant::force_unlock(&mut store, args.bytes(1));
+    drop(store);
+    blocking::serve_now(ctx);
+    reply
 }

@@ -27,6 +27,8 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// A map under RESP3, a flat field/value array under RESP2.
     Map(Vec<(Reply, Reply)>),
+    /// An error line, code first (for replies decided outside a command, e.g. a BLOCK grant).
+    Error(String),
 }
 
 /// The unlock latch of an unlock request: Redisson's guard against a retried unlock being

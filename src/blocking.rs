@@ -1,0 +1,299 @@
+//! Waiting inside the server: `BLOCK ms` parks a client until the lock is granted to it.
+//!
+//! Policy: per lock, parked clients are served in arrival order, and serving stops at the first
+//! one that still cannot have the lock, so a later parked reader never overtakes an earlier
+//! parked writer, while consecutive readers are granted together. A non-blocking call (and a
+//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly.
+//!
+//! A grant is computed by the same core function as the non-blocking command, on a store whose
+//! writes propagate like any command's. Wake-ups come from three places:
+//! - our own write commands: `serve_now` at the end of each serves the lock at once, in the
+//!   same command, so a release hands over with no window for others to barge in;
+//! - keyspace events on a lock (or its fair queue) by anyone, Redisson's Lua included, and
+//!   FLUSHALL: the lock is queued in `pending` and served from a 0 ms timer, because a
+//!   notification callback is no place to write;
+//! - lease expiry: a timer at the lock's absolute expiry, since Redis' own lazy or active
+//!   expiry may come much later.
+//!
+//! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
+//! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+
+use crate::core::{reentrant, LockError, Reply, Result};
+use crate::effects::RedisStore;
+use crate::ffi::events::{BlockedClient, TimerId};
+use crate::ffi::{Args, Ctx, KeyKind};
+
+/// What a parked client asked for: enough to retry the same acquire.
+#[derive(Clone, Debug)]
+pub enum Request {
+    Lock { owner: Vec<u8>, lease: i64 },
+}
+
+/// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
+/// reply the non-blocking command would give now).
+pub enum Attempt {
+    Granted(Reply),
+    Refused(Reply),
+}
+
+/// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command.
+pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
+    Ok(match req {
+        Request::Lock { owner, lease } => match reentrant::acquire(store, key, owner, *lease)? {
+            reentrant::Acquired::Refused(ttl) => Attempt::Refused(Reply::Int(ttl)),
+            done => Attempt::Granted(done.reply()),
+        },
+    })
+}
+
+/// Why a timer was armed.
+pub enum TimerData {
+    /// Serve every lock in `pending`.
+    Pending,
+    /// The lease of a lock with parked clients runs out now.
+    Expiry { db: i32, key: Vec<u8> },
+}
+
+/// A lock: its database and key.
+type LockId = (i32, Vec<u8>);
+
+struct Waiter {
+    client: u64,
+    bc: BlockedClient,
+    req: Request,
+}
+
+/// Counters since start, for `INFO lockmod`.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Stats {
+    pub parked_total: u64,
+    pub handoffs: u64,
+    pub timeouts: u64,
+    pub disconnects: u64,
+}
+
+#[derive(Default)]
+struct Registry {
+    locks: HashMap<LockId, VecDeque<Waiter>>,
+    pending: Vec<LockId>,
+    pending_timer: Option<TimerId>,
+    expiry_timers: HashMap<LockId, (TimerId, i64)>,
+    stats: Stats,
+}
+
+thread_local! {
+    // Redis runs every module callback on its main thread.
+    static REGISTRY: RefCell<Registry> = RefCell::default();
+}
+
+/// Runs `f` on the registry. Never re-entered: no Redis call that can call back into this
+/// module (a write, a timer) is made while the registry is borrowed.
+fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
+    REGISTRY.with(|r| r.try_borrow_mut().ok().map(|mut g| f(&mut g)))
+}
+
+/// Parks the client until `req` is granted on `key`, for up to `block_ms` (0 = no limit).
+/// Returns `refused` unchanged where the client cannot block (MULTI, scripts).
+pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) -> Result<Reply> {
+    if !ctx.can_block() {
+        return Ok(refused);
+    }
+    let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
+    let id = (ctx.selected_db(), key.to_vec());
+    let client = ctx.client_id();
+    with(|r| {
+        r.stats.parked_total += 1;
+        r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req });
+    });
+    arm_expiry(ctx, &id);
+    Err(LockError::Blocked)
+}
+
+/// Number of clients parked now.
+pub fn parked_now() -> usize {
+    with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+}
+
+pub fn stats() -> Stats {
+    with(|r| r.stats).unwrap_or_default()
+}
+
+/// Serves the locks of the current database that changed during this command. Called by every
+/// write command after its own effects, so a release hands the lock over at once.
+pub fn serve_now(ctx: &Ctx) {
+    let db = ctx.selected_db();
+    let ready: Vec<LockId> = with(|r| {
+        let (mine, others): (Vec<_>, Vec<_>) = r.pending.drain(..).partition(|id| id.0 == db);
+        r.pending = others;
+        mine
+    })
+    .unwrap_or_default();
+    for id in ready {
+        serve(ctx, &id);
+    }
+}
+
+/// Grants `id` to its parked clients, in order, while they can have it.
+fn serve(ctx: &Ctx, id: &LockId) {
+    let args = Args::empty();
+    loop {
+        let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() else {
+            break;
+        };
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+        let outcome = attempt(&mut store, &id.1, &req);
+        drop(store);
+        let reply = match outcome {
+            Ok(Attempt::Refused(_)) => break,
+            Ok(Attempt::Granted(reply)) => reply,
+            // The key changed type under the waiter: it gets the error the command would give.
+            Err(e) => Reply::Error(e.to_string()),
+        };
+        let waiter = with(|r| {
+            r.stats.handoffs += 1;
+            r.locks.get_mut(id).and_then(VecDeque::pop_front)
+        });
+        if let Some(w) = waiter.flatten() {
+            w.bc.unblock(Some(reply));
+        }
+    }
+    arm_expiry(ctx, id);
+}
+
+/// Keeps one timer per lock with parked clients, at its lease's absolute expiry; forgets the
+/// lock when nobody waits for it any more.
+fn arm_expiry(ctx: &Ctx, id: &LockId) {
+    let waiting = with(|r| {
+        let waiting = r.locks.get(id).is_some_and(|q| !q.is_empty());
+        if !waiting {
+            r.locks.remove(id);
+        }
+        waiting
+    })
+    .unwrap_or(false);
+    let expires_at = if waiting { expiry_of(ctx, id) } else { None };
+    let stale = with(|r| match (r.expiry_timers.get(id), expires_at) {
+        (Some(&(_, at)), Some(want)) if at == want => None,
+        _ => r.expiry_timers.remove(id).map(|(t, _)| t),
+    })
+    .flatten();
+    if let Some(t) = stale {
+        ctx.stop_timer(t);
+    }
+    if let Some(at) = expires_at {
+        let already = with(|r| r.expiry_timers.contains_key(id)).unwrap_or(true);
+        if !already {
+            // +1: Redis considers a key expired only once its expiry time has passed.
+            let t = ctx.create_timer(at - Ctx::now_ms() + 1, TimerData::Expiry { db: id.0, key: id.1.clone() });
+            with(|r| r.expiry_timers.insert(id.clone(), (t, at)));
+        }
+    }
+}
+
+/// The absolute expiry of the lock key, if it has one (in the lock's database).
+fn expiry_of(ctx: &Ctx, id: &LockId) -> Option<i64> {
+    let previous = ctx.selected_db();
+    if previous != id.0 && !ctx.select_db(id.0) {
+        return None;
+    }
+    let name = ctx.string(&id.1);
+    let key = ctx.open_key(name.as_ref(), false);
+    let at = if key.kind() == KeyKind::Empty { None } else { key.expire_at() };
+    drop(key);
+    if previous != id.0 {
+        ctx.select_db(previous);
+    }
+    at
+}
+
+/// Queues `id` to be served from a 0 ms timer.
+fn schedule(ctx: &Ctx, id: LockId) {
+    let need_timer = with(|r| {
+        if !r.pending.contains(&id) {
+            r.pending.push(id);
+        }
+        r.pending_timer.is_none()
+    })
+    .unwrap_or(false);
+    if need_timer {
+        let t = ctx.create_timer(0, TimerData::Pending);
+        with(|r| r.pending_timer = Some(t));
+    }
+}
+
+pub fn on_timer(ctx: &Ctx, data: TimerData) {
+    let due: Vec<LockId> = match data {
+        TimerData::Pending => with(|r| {
+            r.pending_timer = None;
+            std::mem::take(&mut r.pending)
+        })
+        .unwrap_or_default(),
+        TimerData::Expiry { db, key } => {
+            let id = (db, key);
+            with(|r| r.expiry_timers.remove(&id));
+            vec![id]
+        }
+    };
+    for id in due {
+        if ctx.select_db(id.0) {
+            serve(ctx, &id);
+        }
+    }
+}
+
+/// Any change to a key with parked clients may have freed it: serve it soon.
+pub fn on_keyspace_event(ctx: &Ctx, key: &[u8]) {
+    let id = (ctx.selected_db(), key.to_vec());
+    if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
+        schedule(ctx, id);
+    }
+}
+
+/// FLUSHALL / FLUSHDB deleted locks without per-key events: serve every lock.
+pub fn on_flush(ctx: &Ctx) {
+    let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
+    for id in all {
+        schedule(ctx, id);
+    }
+}
+
+/// Removes the waiter of `client` (or with blocked handle `bc`), wherever it waits.
+fn take_waiter(matches: impl Fn(&Waiter) -> bool) -> Option<(LockId, Waiter)> {
+    with(|r| {
+        let id = r.locks.iter().find(|(_, q)| q.iter().any(&matches)).map(|(id, _)| id.clone())?;
+        let q = r.locks.get_mut(&id)?;
+        let pos = q.iter().position(&matches)?;
+        q.remove(pos).map(|w| (id, w))
+    })
+    .flatten()
+}
+
+/// A parked client's time ran out: reply what the non-blocking command replies now (which
+/// may be a grant, if the lock came free this very moment).
+pub fn on_timeout(ctx: &Ctx) -> Reply {
+    let client = ctx.client_id();
+    let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
+    with(|r| r.stats.timeouts += 1);
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    let reply = match attempt(&mut store, &id.1, &w.req) {
+        Ok(Attempt::Granted(r)) | Ok(Attempt::Refused(r)) => r,
+        Err(e) => Reply::Error(e.to_string()),
+    };
+    drop(store);
+    w.bc.unblock(None);
+    arm_expiry(ctx, &id);
+    reply
+}
+
+/// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
+pub fn on_disconnect(ctx: &Ctx, bc: usize) {
+    if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
+        with(|r| r.stats.disconnects += 1);
+        w.bc.unblock(None);
+        arm_expiry(ctx, &id);
+    }
+}
