@@ -139,10 +139,7 @@ pub fn serve_now(ctx: &Ctx) {
 /// Grants `id` to its parked clients, in order, while they can have it.
 fn serve(ctx: &Ctx, id: &LockId) {
     let args = Args::empty();
-    loop {
-        let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() else {
-            break;
-        };
+    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         let outcome = attempt(&mut store, &id.1, &req);
         drop(store);

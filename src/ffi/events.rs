@@ -113,7 +113,7 @@ pub fn subscribe(ctx: &redis_module::Context) -> bool {
         | raw::REDISMODULE_NOTIFY_HASH
         | raw::REDISMODULE_NOTIFY_LIST
         | raw::REDISMODULE_NOTIFY_ZSET;
-    let flush = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB as u64, dataver: 1 };
+    let flush = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
     // SAFETY: OnLoad context; the callbacks have the signatures Redis expects.
     unsafe {
         api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.ctx, types as c_int, Some(on_keyspace_event)) == OK
@@ -180,7 +180,7 @@ extern "C" fn on_keyspace_event(ctx: RawCtx, _type: c_int, _event: *const c_char
 }
 
 extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
-    if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END as u64 {
+    if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
         let ctx = Ctx(ctx);
         guarded("a flush event", (), || blocking::on_flush(&ctx));
     }
