@@ -29,7 +29,8 @@ use crate::ffi::{Args, Ctx, KeyKind};
 /// What a parked client asked for: enough to retry the same acquire.
 #[derive(Clone, Debug)]
 pub enum Request {
-    Lock { owner: Vec<u8>, lease: i64 },
+    /// `LOCK.ACQUIRE`, fenced with `TOKEN`.
+    Lock { owner: Vec<u8>, lease: i64, token: bool },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -42,10 +43,17 @@ pub enum Attempt {
 /// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command.
 pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
     Ok(match req {
-        Request::Lock { owner, lease } => match reentrant::acquire(store, key, owner, *lease)? {
+        Request::Lock { owner, lease, token: false } => match reentrant::acquire(store, key, owner, *lease)? {
             reentrant::Acquired::Refused(ttl) => Attempt::Refused(Reply::Int(ttl)),
             done => Attempt::Granted(done.reply()),
         },
+        Request::Lock { owner, lease, token: true } => {
+            let reply = reentrant::acquire_fenced(store, key, owner, *lease)?;
+            match &reply {
+                Reply::Array(v) if v.first() == Some(&Reply::Int(-1)) => Attempt::Granted(reply),
+                _ => Attempt::Refused(reply),
+            }
+        }
     })
 }
 

@@ -232,6 +232,19 @@ impl Store for RedisStore<'_> {
         );
     }
 
+    fn incr(&mut self, key: &[u8]) -> i64 {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let current = if k.key.kind() == KeyKind::String { crate::core::parse_i64(&k.key.string_get()) } else { None };
+        let next = current.unwrap_or(0).saturating_add(1);
+        let mut buf = crate::ffi::IntBuf::default();
+        let v = self.ctx.string(buf.format(next));
+        // SET drops an expiry, INCR keeps it: the counter never has one, so they agree.
+        k.key.string_set(v.as_ref());
+        self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::B(key)]);
+        next
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.ctx.publish(channel, message);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the

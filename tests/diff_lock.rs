@@ -25,8 +25,18 @@ fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
     let owner = OWNERS[r.gen_range(0..OWNERS.len())];
     let lease = LEASES[r.gen_range(0..LEASES.len())];
     let chan = names::lock_channel(key);
-    match r.gen_range(0..10) {
+    match r.gen_range(0..11) {
         0..=3 => Op::new(&["LOCK.ACQUIRE", key, owner, lease], "lock_acquire", &[key], &[owner, lease]).ttl(),
+        10 => {
+            let counter = names::token(key);
+            Op::new(
+                &["LOCK.ACQUIRE", key, owner, lease, "TOKEN"],
+                "lock_acquire_token",
+                &[key, &counter],
+                &[owner, lease],
+            )
+            .ttl()
+        }
         4..=6 => Op::new(&["LOCK.UNLOCK", key, owner, lease], "lock_unlock", &[key, &chan], &[owner, lease]),
         7 => {
             // A latched unlock, sometimes retried with the same request id.

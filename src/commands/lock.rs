@@ -1,28 +1,26 @@
 //! `LOCK.*`: the reentrant lock, layout- and reply-compatible with Redisson's `RLock`.
 
 use super::{arity, parse_ms, parse_options, Accepts};
-use crate::blocking::{self, Request};
+use crate::blocking::{self, Attempt, Request};
 use crate::core::{reentrant, LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
 type Result = std::result::Result<Reply, LockError>;
 
-/// `LOCK.ACQUIRE key owner lease [BLOCK ms]`
+/// `LOCK.ACQUIRE key owner lease [BLOCK ms] [TOKEN]`
 pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
     arity(args, 4, "lock.acquire")?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
-    let opts = parse_options(args, 4, Accepts { block: true, ..Accepts::default() })?;
+    let opts = parse_options(args, 4, Accepts { block: true, token: true, ..Accepts::default() })?;
+    let req = Request::Lock { owner: owner.to_vec(), lease, token: opts.token };
     let mut store = RedisStore::new(ctx, args);
-    let outcome = reentrant::acquire(&mut store, key, owner, lease)?;
+    let attempt = blocking::attempt(&mut store, key, &req)?;
     drop(store);
-    match (outcome, opts.block) {
-        (reentrant::Acquired::Refused(_), Some(ms)) => {
-            let req = Request::Lock { owner: owner.to_vec(), lease };
-            blocking::park(ctx, key, req, ms, outcome.reply())
-        }
-        _ => Ok(outcome.reply()),
+    match (attempt, opts.block) {
+        (Attempt::Refused(reply), Some(ms)) => blocking::park(ctx, key, req, ms, reply),
+        (Attempt::Granted(reply) | Attempt::Refused(reply), _) => Ok(reply),
     }
 }
 

@@ -162,6 +162,17 @@ impl Store for MemoryStore {
         self.data.insert(key.to_vec(), (Value::Str(value.to_vec()), Some(at)));
     }
 
+    fn incr(&mut self, key: &[u8]) -> i64 {
+        self.expire_if_needed(key);
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::Str(b"0".to_vec()), None));
+        let n = match &entry.0 {
+            Value::Str(v) => super::parse_i64(v).unwrap_or(0) + 1,
+            _ => 1,
+        };
+        entry.0 = Value::Str(n.to_string().into_bytes());
+        n
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
     }

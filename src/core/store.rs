@@ -51,6 +51,8 @@ pub trait Store {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// `SET key value PXAT at`, replacing a value of any type.
     fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64);
+    /// `INCR` of a counter known to be a string holding an integer (or absent).
+    fn incr(&mut self, key: &[u8]) -> i64;
 
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.

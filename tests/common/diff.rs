@@ -224,8 +224,9 @@ pub fn dump(c: &mut redis::Connection) -> Vec<(String, String, i64, Vec<i64>)> {
 pub fn values_match(a: &Value, b: &Value, ttl: bool) -> bool {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) if ttl && *x > 0 && *y > 0 => (x - y).abs() <= TOL_MS,
+        // `[pttl, token]` replies: only the first element can be a TTL.
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| values_match(p, q, ttl))
+            x.len() == y.len() && x.iter().zip(y).enumerate().all(|(i, (p, q))| values_match(p, q, ttl && i == 0))
         }
         _ => a == b,
     }
