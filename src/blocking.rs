@@ -21,10 +21,12 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
-use crate::core::{reentrant, LockError, Reply, Result};
+use crate::core::reentrant::{self, Acquired};
+use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::events::{BlockedClient, TimerId};
 use crate::ffi::{Args, Ctx, KeyKind};
+use crate::stats;
 
 /// What a parked client asked for: enough to retry the same acquire.
 #[derive(Clone, Debug)]
@@ -40,19 +42,27 @@ pub enum Attempt {
     Refused(Reply),
 }
 
-/// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command.
+/// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command, for
+/// the command itself, a parked client's retry and a timeout alike. Counts grants.
 pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
-    Ok(match req {
-        Request::Lock { owner, lease, token: false } => match reentrant::acquire(store, key, owner, *lease)? {
-            reentrant::Acquired::Refused(ttl) => Attempt::Refused(Reply::Int(ttl)),
-            done => Attempt::Granted(done.reply()),
-        },
-        Request::Lock { owner, lease, token: true } => {
-            let reply = reentrant::acquire_fenced(store, key, owner, *lease)?;
-            match &reply {
-                Reply::Array(v) if v.first() == Some(&Reply::Int(-1)) => Attempt::Granted(reply),
-                _ => Attempt::Refused(reply),
-            }
+    let (outcome, reply) = match req {
+        Request::Lock { owner, lease, token: false } => {
+            let outcome = reentrant::acquire(store, key, owner, *lease)?;
+            (outcome, outcome.reply())
+        }
+        Request::Lock { owner, lease, token: true } => reentrant::acquire_fenced(store, key, owner, *lease)?,
+    };
+    Ok(match outcome {
+        Acquired::Refused(_) => Attempt::Refused(reply),
+        Acquired::New => {
+            stats::ACQUIRED.inc();
+            stats::granted(store.db(), key);
+            Attempt::Granted(reply)
+        }
+        Acquired::Reentered => {
+            stats::ACQUIRED.inc();
+            stats::REENTRIES.inc();
+            Attempt::Granted(reply)
         }
     })
 }
@@ -74,22 +84,12 @@ struct Waiter {
     req: Request,
 }
 
-/// Counters since start, for `INFO lockmod`.
-#[derive(Default, Clone, Copy, Debug)]
-pub struct Stats {
-    pub parked_total: u64,
-    pub handoffs: u64,
-    pub timeouts: u64,
-    pub disconnects: u64,
-}
-
 #[derive(Default)]
 struct Registry {
     locks: HashMap<LockId, VecDeque<Waiter>>,
     pending: Vec<LockId>,
     pending_timer: Option<TimerId>,
     expiry_timers: HashMap<LockId, (TimerId, i64)>,
-    stats: Stats,
 }
 
 thread_local! {
@@ -112,10 +112,8 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
-    with(|r| {
-        r.stats.parked_total += 1;
-        r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req });
-    });
+    stats::PARKED.inc();
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req }));
     arm_expiry(ctx, &id);
     Err(LockError::Blocked)
 }
@@ -123,10 +121,6 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
     with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
-}
-
-pub fn stats() -> Stats {
-    with(|r| r.stats).unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -157,11 +151,8 @@ fn serve(ctx: &Ctx, id: &LockId) {
             // The key changed type under the waiter: it gets the error the command would give.
             Err(e) => Reply::Error(e.to_string()),
         };
-        let waiter = with(|r| {
-            r.stats.handoffs += 1;
-            r.locks.get_mut(id).and_then(VecDeque::pop_front)
-        });
-        if let Some(w) = waiter.flatten() {
+        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(VecDeque::pop_front)).flatten() {
+            stats::HANDOFFS.inc();
             w.bc.unblock(Some(reply));
         }
     }
@@ -249,9 +240,15 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
     }
 }
 
-/// Any change to a key with parked clients may have freed it: serve it soon.
-pub fn on_keyspace_event(ctx: &Ctx, key: &[u8]) {
-    let id = (ctx.selected_db(), key.to_vec());
+/// Any change to a key with parked clients may have freed it: serve it soon. Called for every
+/// keyspace event, our own writes included, so the common case (nobody parked) returns at once.
+pub fn on_keyspace_event(ctx: &Ctx, event: &[u8], key: &[u8]) {
+    let db = ctx.selected_db();
+    stats::on_key_event(event, db, key);
+    if with(|r| r.locks.is_empty()).unwrap_or(true) {
+        return;
+    }
+    let id = (db, key.to_vec());
     if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
         schedule(ctx, id);
     }
@@ -259,6 +256,7 @@ pub fn on_keyspace_event(ctx: &Ctx, key: &[u8]) {
 
 /// FLUSHALL / FLUSHDB deleted locks without per-key events: serve every lock.
 pub fn on_flush(ctx: &Ctx) {
+    stats::forget_all();
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
         schedule(ctx, id);
@@ -281,7 +279,7 @@ fn take_waiter(matches: impl Fn(&Waiter) -> bool) -> Option<(LockId, Waiter)> {
 pub fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
     let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
-    with(|r| r.stats.timeouts += 1);
+    stats::TIMEOUTS.inc();
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
     let reply = match attempt(&mut store, &id.1, &w.req) {
@@ -297,7 +295,7 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
     if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
-        with(|r| r.stats.disconnects += 1);
+        stats::DISCONNECTS.inc();
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
     }

@@ -58,6 +58,11 @@ impl<'a> RedisStore<'a> {
         RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2) }
     }
 
+    /// The database the store works in.
+    pub fn db(&self) -> i32 {
+        self.ctx.selected_db()
+    }
+
     fn name(&self, b: &[u8]) -> Name<'a> {
         match self.args.index_of(b).and_then(|i| self.args.raw(i).map(|r| (i, r))) {
             Some((i, r)) => Name::Arg(i, r),

@@ -42,6 +42,7 @@ macro_rules! api {
 
 // Declared after `api!` so the macro is in scope there.
 pub mod events;
+pub mod server;
 
 #[cold]
 pub(crate) fn api_missing(name: &str) -> ! {

@@ -9,6 +9,7 @@ pub mod core;
 pub mod effects;
 pub mod ffi;
 pub mod names;
+pub mod stats;
 
 #[cfg(not(test))]
 mod module {
@@ -37,6 +38,10 @@ mod module {
             return Status::Err;
         }
         install_panic_hook();
+        if !ffi::server::register(ctx) {
+            ctx.log_warning("lockmod: could not register the INFO section or the command filter");
+            return Status::Err;
+        }
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
             return Status::Err;
@@ -61,7 +66,7 @@ mod module {
     redis_module! {
         name: "lockmod",
         version: 1,
-        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        allocator: (crate::ffi::server::CountingAlloc, crate::ffi::server::CountingAlloc),
         data_types: [],
         init: init,
         commands: [],

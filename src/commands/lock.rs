@@ -5,6 +5,7 @@ use crate::blocking::{self, Attempt, Request};
 use crate::core::{reentrant, LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
+use crate::stats;
 
 type Result = std::result::Result<Reply, LockError>;
 
@@ -19,8 +20,14 @@ pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
     let attempt = blocking::attempt(&mut store, key, &req)?;
     drop(store);
     match (attempt, opts.block) {
-        (Attempt::Refused(reply), Some(ms)) => blocking::park(ctx, key, req, ms, reply),
-        (Attempt::Granted(reply) | Attempt::Refused(reply), _) => Ok(reply),
+        (Attempt::Granted(reply), _) => Ok(reply),
+        (Attempt::Refused(reply), block) => {
+            stats::REFUSED.inc();
+            match block {
+                Some(ms) => blocking::park(ctx, key, req, ms, reply),
+                None => Ok(reply),
+            }
+        }
     }
 }
 
@@ -33,6 +40,9 @@ pub fn lock_unlock(ctx: &Ctx, args: &Args) -> Result {
     let mut store = RedisStore::new(ctx, args);
     let reply = reentrant::unlock(&mut store, key, owner, lease, opts.latch);
     drop(store);
+    if let Ok(Reply::Int(_)) = reply {
+        stats::RELEASED.inc();
+    }
     blocking::serve_now(ctx);
     reply
 }
@@ -45,7 +55,11 @@ pub fn lock_renew(ctx: &Ctx, args: &Args) -> Result {
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
     let mut store = RedisStore::new(ctx, args);
-    reentrant::renew(&mut store, key, owner, lease)
+    let reply = reentrant::renew(&mut store, key, owner, lease);
+    if let Ok(Reply::Int(1)) = reply {
+        stats::RENEWED.inc();
+    }
+    reply
 }
 
 /// `LOCK.FORCEUNLOCK key`
@@ -56,6 +70,9 @@ pub fn lock_forceunlock(ctx: &Ctx, args: &Args) -> Result {
     let mut store = RedisStore::new(ctx, args);
     let reply = reentrant::force_unlock(&mut store, args.bytes(1));
     drop(store);
+    if let Ok(Reply::Int(1)) = reply {
+        stats::FORCED.inc();
+    }
     blocking::serve_now(ctx);
     reply
 }

@@ -173,9 +173,11 @@ extern "C" fn on_timer(ctx: RawCtx, data: *mut c_void) {
     guarded("a timer", (), || blocking::on_timer(&ctx, *data));
 }
 
-extern "C" fn on_keyspace_event(ctx: RawCtx, _type: c_int, _event: *const c_char, key: RawStr) -> c_int {
+extern "C" fn on_keyspace_event(ctx: RawCtx, _type: c_int, event: *const c_char, key: RawStr) -> c_int {
     let ctx = Ctx(ctx);
-    guarded("a keyspace event", (), || blocking::on_keyspace_event(&ctx, str_bytes(key)));
+    // SAFETY: Redis passes the event name as a NUL-terminated static string.
+    let event = if event.is_null() { &[][..] } else { unsafe { std::ffi::CStr::from_ptr(event) }.to_bytes() };
+    guarded("a keyspace event", (), || blocking::on_keyspace_event(&ctx, event, str_bytes(key)));
     OK
 }
 

@@ -1,0 +1,89 @@
+//! `INFO lockmod`: counters after a scripted sequence, and `CONFIG RESETSTAT`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+
+fn lockmod_info(c: &mut redis::Connection) -> HashMap<String, i64> {
+    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("lockmod_"))
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(k, v)| v.trim().parse().ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+#[test]
+fn counters_follow_a_scripted_sequence_exactly() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "a", "o1", "30000"]); // acquired
+    ok(&mut c, &["LOCK.ACQUIRE", "a", "o1", "30000"]); // acquired, reentry
+    ok(&mut c, &["LOCK.ACQUIRE", "a", "o2", "30000"]); // refused
+    ok(&mut c, &["LOCK.ACQUIRE", "a", "o2", "30000", "BLOCK", "50"]); // refused, parked, timeout
+    ok(&mut c, &["LOCK.RENEW", "a", "o1", "30000"]); // renewed
+    ok(&mut c, &["LOCK.RENEW", "a", "o2", "30000"]); // not renewed
+    ok(&mut c, &["LOCK.UNLOCK", "a", "o1", "30000"]); // released (partial)
+    let mut w = s.conn();
+    let t = thread::spawn(move || ok(&mut w, &["LOCK.ACQUIRE", "a", "o3", "30000", "BLOCK", "5000"]));
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(lockmod_info(&mut c)["blocked_now"], 1);
+    ok(&mut c, &["LOCK.UNLOCK", "a", "o1", "30000"]); // released; hand-off to o3 (acquired)
+    assert_eq!(t.join().expect("thread"), Value::Nil);
+    ok(&mut c, &["LOCK.FORCEUNLOCK", "a"]); // forced
+    ok(&mut c, &["LOCK.ACQUIRE", "b", "o1", "30"]); // acquired; its lease will run out
+    thread::sleep(Duration::from_millis(60));
+    ok(&mut c, &["EXISTS", "b"]); // the lazy expiry of a held lock
+    let info = lockmod_info(&mut c);
+    let want = [
+        ("acquired", 4),
+        ("refused", 3),
+        ("reentries", 1),
+        ("released", 2),
+        ("forced", 1),
+        ("renewed", 1),
+        ("blocked_now", 0),
+        ("blocked_total", 2),
+        ("handoffs", 1),
+        ("block_timeouts", 1),
+        ("block_disconnects", 0),
+        ("expired_while_held", 1),
+    ];
+    for (k, v) in want {
+        assert_eq!(info.get(k).copied(), Some(v), "lockmod_{k} in {info:?}");
+    }
+    assert!(info["memory_bytes"] > 0);
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let info = lockmod_info(&mut c);
+    for (k, _) in want {
+        assert_eq!(info.get(k).copied(), Some(0), "lockmod_{k} after RESETSTAT");
+    }
+}
+
+#[test]
+fn a_dropped_parked_client_is_counted_and_memory_returns() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "a", "o1", "30000"]);
+    // The first round sizes the module's tables; after it, nothing may grow.
+    let mut before = 0;
+    for round in 0..11 {
+        if round == 1 {
+            before = lockmod_info(&mut c)["memory_bytes"];
+        }
+        let mut w = s.conn();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w).expect("CLIENT ID");
+        let t = thread::spawn(move || call(&mut w, &["LOCK.ACQUIRE", "a", "o2", "30000", "BLOCK", "0"]));
+        thread::sleep(Duration::from_millis(30));
+        ok(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
+        assert!(t.join().expect("thread").is_err());
+        assert_eq!(lockmod_info(&mut c)["block_disconnects"], round + 1);
+    }
+    let after = lockmod_info(&mut c);
+    assert_eq!(after["blocked_now"], 0);
+    assert!(after["memory_bytes"] <= before, "module memory grew from {before} to {}", after["memory_bytes"]);
+}
