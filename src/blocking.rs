@@ -22,6 +22,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
 use crate::core::reentrant::{self, Acquired};
+use crate::core::rwlock;
 use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::events::{BlockedClient, TimerId};
@@ -33,6 +34,10 @@ use crate::stats;
 pub enum Request {
     /// `LOCK.ACQUIRE`, fenced with `TOKEN`.
     Lock { owner: Vec<u8>, lease: i64, token: bool },
+    /// `RWLOCK.RLOCK`.
+    Read { owner: Vec<u8>, lease: i64 },
+    /// `RWLOCK.WLOCK`.
+    Write { owner: Vec<u8>, lease: i64 },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -51,6 +56,14 @@ pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Atte
             (outcome, outcome.reply())
         }
         Request::Lock { owner, lease, token: true } => reentrant::acquire_fenced(store, key, owner, *lease)?,
+        Request::Read { owner, lease } => {
+            let outcome = rwlock::read_lock(store, key, owner, *lease)?;
+            (outcome, outcome.reply())
+        }
+        Request::Write { owner, lease } => {
+            let outcome = rwlock::write_lock(store, key, owner, *lease)?;
+            (outcome, outcome.reply())
+        }
     };
     Ok(match outcome {
         Acquired::Refused(_) => Attempt::Refused(reply),
@@ -65,6 +78,24 @@ pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Atte
             Attempt::Granted(reply)
         }
     })
+}
+
+/// An acquire command: granted now if it can be, else parked when `block` is given (the
+/// timeout in ms, 0 = no limit), else the refusal.
+pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], req: Request, block: Option<i64>) -> Result<Reply> {
+    let mut store = RedisStore::new(ctx, args);
+    let outcome = attempt(&mut store, key, &req)?;
+    drop(store);
+    match (outcome, block) {
+        (Attempt::Granted(reply), _) => Ok(reply),
+        (Attempt::Refused(reply), block) => {
+            stats::REFUSED.inc();
+            match block {
+                Some(ms) => park(ctx, key, req, ms, reply),
+                None => Ok(reply),
+            }
+        }
+    }
 }
 
 /// Why a timer was armed.

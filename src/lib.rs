@@ -18,7 +18,7 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::command_fn;
-    use crate::commands::lock;
+    use crate::commands::{lock, rwlock};
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -28,6 +28,13 @@ mod module {
             (c"LOCK.UNLOCK", command_fn!(lock::lock_unlock), c"write fast"),
             (c"LOCK.RENEW", command_fn!(lock::lock_renew), c"write fast"),
             (c"LOCK.FORCEUNLOCK", command_fn!(lock::lock_forceunlock), c"write fast"),
+            (c"RWLOCK.RLOCK", command_fn!(rwlock::rwlock_rlock), c"write deny-oom fast"),
+            (c"RWLOCK.WLOCK", command_fn!(rwlock::rwlock_wlock), c"write deny-oom fast"),
+            // O(read holds): the largest remaining lease over them (indexed, built once).
+            (c"RWLOCK.UNLOCK", command_fn!(rwlock::rwlock_unlock), c"write"),
+            // O(the owner's read holds).
+            (c"RWLOCK.RENEW", command_fn!(rwlock::rwlock_renew), c"write"),
+            (c"RWLOCK.FORCEUNLOCK", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
         ]
     }
 

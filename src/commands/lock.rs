@@ -1,7 +1,7 @@
 //! `LOCK.*`: the reentrant lock, layout- and reply-compatible with Redisson's `RLock`.
 
 use super::{arity, parse_ms, parse_options, Accepts};
-use crate::blocking::{self, Attempt, Request};
+use crate::blocking::{self, Request};
 use crate::core::{reentrant, LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
@@ -16,19 +16,7 @@ pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
     let lease = parse_ms(args.bytes(3), "lease")?;
     let opts = parse_options(args, 4, Accepts { block: true, token: true, ..Accepts::default() })?;
     let req = Request::Lock { owner: owner.to_vec(), lease, token: opts.token };
-    let mut store = RedisStore::new(ctx, args);
-    let attempt = blocking::attempt(&mut store, key, &req)?;
-    drop(store);
-    match (attempt, opts.block) {
-        (Attempt::Granted(reply), _) => Ok(reply),
-        (Attempt::Refused(reply), block) => {
-            stats::REFUSED.inc();
-            match block {
-                Some(ms) => blocking::park(ctx, key, req, ms, reply),
-                None => Ok(reply),
-            }
-        }
-    }
+    blocking::acquire(ctx, args, key, req, opts.block)
 }
 
 /// `LOCK.UNLOCK key owner lease [LATCH request_id latch_ms]`

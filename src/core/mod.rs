@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod reentrant;
+pub mod rwlock;
 pub mod store;
 
 #[cfg(test)]

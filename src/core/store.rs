@@ -6,6 +6,7 @@
 //! wrong type), and the store behind them applies, notifies and propagates each write.
 
 use super::{LockError, Result};
+use crate::names;
 
 /// `PTTL` of a missing key.
 pub const TTL_MISSING: i64 = -2;
@@ -57,4 +58,31 @@ pub trait Store {
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.
     fn publish(&mut self, channel: &[u8], message: &[u8]);
+
+    // -- read holds of the read-write lock -----------------------------------------------------
+    // One string key per read hold (`names::read_timeout`), value `1`, with the hold's lease.
+    // They are methods of their own so a store may keep an index of their expiries: the
+    // read unlock needs the largest over thousands of them.
+
+    /// `SET T:i 1 PXAT at` for `owner`'s `i`-th read hold.
+    fn read_hold_set(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
+        self.set_px_at(&names::read_timeout(key, owner, i), b"1", at);
+    }
+    /// `DEL T:i`.
+    fn read_hold_del(&mut self, key: &[u8], owner: &[u8], i: i64) {
+        self.del(&names::read_timeout(key, owner, i));
+    }
+    /// `PEXPIREAT T:i at` (nothing if the hold's key is gone).
+    fn read_hold_expire(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
+        self.pexpire_at(&names::read_timeout(key, owner, i), at);
+    }
+    /// The largest `PTTL` over the timeout keys of every hold the lock hash records (every
+    /// integer field `f` with count `c`: keys `T(f):1..=c`), as Redisson's read unlock
+    /// computes it: at most 0 when no hold has time left.
+    fn read_holds_max_pttl(&mut self, key: &[u8]) -> Result<i64>
+    where
+        Self: Sized,
+    {
+        super::rwlock::scan_read_holds(self, key)
+    }
 }

@@ -37,6 +37,11 @@ impl Op {
         }
     }
 
+    /// A plain Redis command run as it is on both servers (another client touching the keys).
+    pub fn raw(cmd: &[&str]) -> Op {
+        Op::new(cmd, "", &[], &[])
+    }
+
     pub fn ttl(mut self) -> Op {
         self.ttl_reply = true;
         self
@@ -89,6 +94,13 @@ impl Pair {
 
     /// Runs the Lua reference alone (for setup or for tests of the scripts themselves).
     pub fn lua_call(&mut self, op: &Op) -> Result<Value, String> {
+        if op.script.is_empty() {
+            let mut cmd = redis::cmd(&op.module[0]);
+            for a in &op.module[1..] {
+                cmd.arg(a);
+            }
+            return cmd.query::<Value>(&mut self.lc).map_err(error_line);
+        }
         let sha = self.shas.get(op.script).unwrap_or_else(|| panic!("no bench/lua/{}.lua", op.script));
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(sha).arg(op.keys.len());
@@ -146,7 +158,7 @@ impl Pair {
             let both_persistent = x.2 == -1 && y.2 == -1;
             assert!(
                 both_persistent || (x.2 >= 0 && y.2 >= 0 && (x.2 - y.2).abs() <= TOL_MS),
-                "step {}: PTTL of {} differs: module {} lua {}",
+                "step {}: expiry of {} differs: module {} lua {}",
                 self.steps,
                 x.0,
                 x.2,
@@ -189,7 +201,7 @@ fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
     ttls.into_iter().filter(|t| *t >= 0).min()
 }
 
-/// Every key as (name, printable value, PTTL, zset scores), sorted by name.
+/// Every key as (name, printable value, absolute expiry (PEXPIRETIME), zset scores), sorted by name.
 pub fn dump(c: &mut redis::Connection) -> Vec<(String, String, i64, Vec<i64>)> {
     let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
     keys.sort();
@@ -214,8 +226,9 @@ pub fn dump(c: &mut redis::Connection) -> Vec<(String, String, i64, Vec<i64>)> {
                 }
                 other => other.to_string(),
             };
-            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(c).expect("PTTL");
-            (k, format!("{t}:{v}"), ttl, scores)
+            // Absolute, so the time the dump itself takes does not count as a difference.
+            let at: i64 = redis::cmd("PEXPIRETIME").arg(&k).query(c).expect("PEXPIRETIME");
+            (k, format!("{t}:{v}"), at, scores)
         })
         .collect()
 }

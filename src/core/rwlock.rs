@@ -1,0 +1,234 @@
+//! The read-write lock (Redisson's `RReadWriteLock`).
+//!
+//! | key `name` (hash)                              | meaning                                  |
+//! |------------------------------------------------|------------------------------------------|
+//! | absent                                         | free                                     |
+//! | `mode=read`, `{owner: n}`...                   | read by each owner, `n` holds each       |
+//! | `mode=write`, `{owner:write: n}`               | written by `owner`, entered `n` times    |
+//! | `mode=write`, `{owner:write: n, owner: m}`     | the writer also holds `m` read holds     |
+//!
+//! Each read hold `i` of `owner` has its own string key `T(owner):i` (`names::read_timeout`)
+//! carrying that hold's lease, so holds taken at different times expire independently; the
+//! lock's own TTL follows the longest of them. A read unlock publishes `0` on
+//! `redisson_rwlock:{name}` (every waiting reader may retry), a write unlock `1`.
+
+use super::reentrant::Acquired;
+use super::{latch_check, latch_record, LockError, Reply, Result, Store};
+use crate::names;
+
+/// The hash field that holds the mode; an owner may not be called that.
+pub const MODE: &[u8] = b"mode";
+pub const READ: &[u8] = b"read";
+pub const WRITE: &[u8] = b"write";
+
+/// A corrupt hold count must not make a scan run for ever: no field stands for more holds.
+pub const MAX_HOLDS_PER_FIELD: i64 = 1 << 20;
+
+/// Which side of the lock a command works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Read,
+    Write,
+}
+
+impl Side {
+    fn mode(self) -> &'static [u8] {
+        match self {
+            Side::Read => READ,
+            Side::Write => WRITE,
+        }
+    }
+
+    /// The unlock message: `0` lets waiters of either kind retry after a read release, `1`
+    /// is Redisson's READ_UNLOCK_MESSAGE after a write release.
+    fn message(self) -> &'static [u8] {
+        match self {
+            Side::Read => b"0",
+            Side::Write => b"1",
+        }
+    }
+}
+
+fn check_owner(owner: &[u8]) -> Result<()> {
+    if owner == MODE {
+        return Err(LockError::ReservedOwner);
+    }
+    Ok(())
+}
+
+/// `RWLOCK.RLOCK key owner lease`: a read hold, shared with other readers and open to the
+/// writer itself; refused (the PTTL) while another owner writes.
+pub fn read_lock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Acquired> {
+    check_owner(owner)?;
+    let mode = s.hash_get(key, MODE)?;
+    let at = s.now() + lease;
+    let Some(mode) = mode else {
+        s.hash_set(key, MODE, READ);
+        s.hash_set(key, owner, b"1");
+        s.read_hold_set(key, owner, 1, at);
+        s.pexpire_at(key, at);
+        return Ok(Acquired::New);
+    };
+    let shared = mode == READ || (mode == WRITE && s.hash_get(key, &names::write_field(owner))?.is_some());
+    if !shared {
+        return Ok(Acquired::Refused(s.pttl(key)));
+    }
+    let held = s.hash_get_int(key, owner)?;
+    let n = s.hash_incr(key, owner, 1);
+    s.read_hold_set(key, owner, n, at);
+    let ttl = s.pttl(key).max(lease);
+    let now = s.now();
+    s.pexpire_at(key, now + ttl);
+    Ok(if held.is_some() { Acquired::Reentered } else { Acquired::New })
+}
+
+/// `RWLOCK.WLOCK key owner lease`: exclusive; reentry adds the lease to the remaining TTL.
+pub fn write_lock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Acquired> {
+    check_owner(owner)?;
+    let field = names::write_field(owner);
+    let mode = s.hash_get(key, MODE)?;
+    let now = s.now();
+    match mode.as_deref() {
+        None => {
+            s.hash_set(key, MODE, WRITE);
+            s.hash_set(key, &field, b"1");
+            s.pexpire_at(key, now + lease);
+            Ok(Acquired::New)
+        }
+        Some(WRITE) if s.hash_get_int(key, &field)?.is_some() => {
+            s.hash_incr(key, &field, 1);
+            let ttl = s.pttl(key);
+            s.pexpire_at(key, now + ttl + lease);
+            Ok(Acquired::Reentered)
+        }
+        Some(_) => Ok(Acquired::Refused(s.pttl(key))),
+    }
+}
+
+/// `RWLOCK.UNLOCK key owner READ|WRITE lease [LATCH ...]`: nil if `owner` holds nothing of
+/// that side, 0 if the lock stays held, 1 if this release freed it (or downgraded it).
+pub fn unlock<S: Store>(
+    s: &mut S,
+    key: &[u8],
+    owner: &[u8],
+    side: Side,
+    lease: i64,
+    latch: Option<super::Latch>,
+) -> Result<Reply> {
+    check_owner(owner)?;
+    if let Some(earlier) = latch_check(s, key, latch)? {
+        return Ok(earlier);
+    }
+    let Some(mode) = s.hash_get(key, MODE)? else {
+        // Nothing to release: tell waiters anyway, as Redisson does.
+        s.publish(&names::rwlock_channel(key), side.message());
+        latch_record(s, key, latch, 1);
+        return Ok(Reply::Nil);
+    };
+    let outcome = match side {
+        Side::Read => read_unlock(s, key, owner, &mode)?,
+        Side::Write => write_unlock(s, key, owner, &mode, lease)?,
+    };
+    if let Some(o) = outcome {
+        latch_record(s, key, latch, o);
+    }
+    Ok(outcome.map_or(Reply::Nil, Reply::Int))
+}
+
+fn read_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], mode: &[u8]) -> Result<Option<i64>> {
+    if s.hash_get_int(key, owner)?.is_none() {
+        return Ok(None);
+    }
+    let left = s.hash_incr(key, owner, -1);
+    if left == 0 {
+        s.hash_del(key, owner);
+    }
+    s.read_hold_del(key, owner, left + 1);
+    if s.hash_len(key)? > 1 {
+        let ttl = s.read_holds_max_pttl(key)?;
+        if ttl > 0 {
+            let now = s.now();
+            s.pexpire_at(key, now + ttl);
+            return Ok(Some(0));
+        }
+        if mode == WRITE {
+            return Ok(Some(0));
+        }
+    }
+    s.del(key);
+    s.publish(&names::rwlock_channel(key), Side::Read.message());
+    Ok(Some(1))
+}
+
+fn write_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], mode: &[u8], lease: i64) -> Result<Option<i64>> {
+    let field = names::write_field(owner);
+    if mode != WRITE || s.hash_get_int(key, &field)?.is_none() {
+        return Ok(None);
+    }
+    if s.hash_incr(key, &field, -1) > 0 {
+        let at = s.now() + lease;
+        s.pexpire_at(key, at);
+        return Ok(Some(0));
+    }
+    s.hash_del(key, &field);
+    if s.hash_len(key)? == 1 {
+        s.del(key);
+        s.publish(&names::rwlock_channel(key), Side::Write.message());
+    } else {
+        // The writer's own read holds remain: the lock is downgraded, not released.
+        s.hash_set(key, MODE, READ);
+    }
+    Ok(Some(1))
+}
+
+/// `RWLOCK.RENEW key owner lease`: resets the lease of each of `owner`'s read holds and of
+/// the lock; 1 if `owner` holds a read or write hold, else 0.
+pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Reply> {
+    check_owner(owner)?;
+    let reads = s.hash_get_int(key, owner)?;
+    let writes = s.hash_get(key, &names::write_field(owner))?;
+    if reads.is_none() && writes.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    let at = s.now() + lease;
+    for i in 1..=reads.unwrap_or(0).min(MAX_HOLDS_PER_FIELD) {
+        s.read_hold_expire(key, owner, i, at);
+    }
+    s.pexpire_at(key, at);
+    Ok(Reply::Int(1))
+}
+
+/// `RWLOCK.FORCEUNLOCK key READ|WRITE`: deletes the lock if it is in that mode; 1 if it was.
+/// Read holds' timeout keys are left to expire, as Redisson leaves them.
+pub fn force_unlock<S: Store>(s: &mut S, key: &[u8], side: Side) -> Result<Reply> {
+    if s.hash_get(key, MODE)?.as_deref() != Some(side.mode()) {
+        return Ok(Reply::Int(0));
+    }
+    s.del(key);
+    s.publish(&names::rwlock_channel(key), side.message());
+    Ok(Reply::Int(1))
+}
+
+/// Visits every read hold the lock hash records: for each field whose value is an integer
+/// count `c` (the `mode` field is not; write fields are, and their keys simply do not exist),
+/// the holds `1..=c`, as Redisson's read unlock walks them.
+pub fn for_each_read_hold<S: Store>(s: &mut S, key: &[u8], mut visit: impl FnMut(&mut S, &[u8], i64)) -> Result<()> {
+    for (field, value) in s.hash_entries(key)? {
+        let Some(count) = super::parse_i64(&value) else { continue };
+        for i in 1..=count.min(MAX_HOLDS_PER_FIELD) {
+            visit(s, &field, i);
+        }
+    }
+    Ok(())
+}
+
+/// The largest `PTTL` of the timeout keys of every hold the lock records, by scanning them.
+pub fn scan_read_holds<S: Store>(s: &mut S, key: &[u8]) -> Result<i64> {
+    let mut max = -3;
+    for_each_read_hold(s, key, |s, owner, i| max = max.max(s.pttl(&names::read_timeout(key, owner, i))))?;
+    Ok(max)
+}
+
+#[cfg(test)]
+#[path = "rwlock_tests.rs"]
+mod tests;
