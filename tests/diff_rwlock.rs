@@ -39,9 +39,12 @@ fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
             &[key, &chan, &t, &kp],
             &[owner, lease],
         ),
-        11..=12 => {
-            Op::new(&["RWLOCK.UNLOCK", key, owner, "WRITE", lease], "rwlock_unlock_write", &[key, &chan], &[owner, lease])
-        }
+        11..=12 => Op::new(
+            &["RWLOCK.UNLOCK", key, owner, "WRITE", lease],
+            "rwlock_unlock_write",
+            &[key, &chan],
+            &[owner, lease],
+        ),
         13 => {
             if r.gen_bool(0.6) {
                 *latches += 1;
@@ -123,7 +126,12 @@ fn many_readers_released_in_random_order_match_the_lua_reference() {
     while !held.is_empty() {
         let o = held.swap_remove(r.gen_range(0..held.len()));
         let t = names::read_timeout_prefix("doc", &o);
-        let op = Op::new(&["RWLOCK.UNLOCK", "doc", &o, "READ", "1"], "rwlock_unlock_read", &["doc", &chan, &t, &kp], &[&o, "1"]);
+        let op = Op::new(
+            &["RWLOCK.UNLOCK", "doc", &o, "READ", "1"],
+            "rwlock_unlock_read",
+            &["doc", &chan, &t, &kp],
+            &[&o, "1"],
+        );
         pair.step(&op);
         if r.gen_ratio(1, 20) {
             let o = &owners[r.gen_range(0..owners.len())];
