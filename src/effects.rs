@@ -18,6 +18,8 @@ use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
 const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
+const LIST: u32 = raw::REDISMODULE_NOTIFY_LIST as u32;
+const ZSET: u32 = raw::REDISMODULE_NOTIFY_ZSET as u32;
 const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
 
 /// A module string for a name: the command's own argument when the bytes are one, else a copy.
@@ -248,6 +250,118 @@ impl Store for RedisStore<'_> {
         k.key.string_set(v.as_ref());
         self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::B(key)]);
         next
+    }
+
+    fn list_range(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let Some(k) = self.typed(key, KeyKind::List)? else { return Ok(Vec::new()) };
+        // Sequential ListGet reuses the key's list iterator: one pass, not N walks.
+        Ok((0..k.key.len() as i64).filter_map(|i| k.key.list_get(i)).map(|v| v.bytes().to_vec()).collect())
+    }
+
+    fn list_head(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.typed(key, KeyKind::List)?.and_then(|k| k.key.list_get(0)).map(|v| v.bytes().to_vec()))
+    }
+
+    fn list_tail(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.typed(key, KeyKind::List)?.and_then(|k| k.key.list_get(-1)).map(|v| v.bytes().to_vec()))
+    }
+
+    fn list_pop_head(&mut self, key: &[u8]) -> Option<Vec<u8>> {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() != KeyKind::List {
+            return None;
+        }
+        let head = k.key.list_pop_head()?.bytes().to_vec();
+        self.effect(LIST, c"lpop", k.name.raw(), c"LPOP", &[Arg::B(key)]);
+        if k.key.kind() == KeyKind::Empty {
+            self.ctx.notify(GENERIC, c"del", k.name.raw());
+        }
+        Some(head)
+    }
+
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]) {
+        let v = self.name(value);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        k.key.list_push_tail(v.raw());
+        self.effect(LIST, c"rpush", k.name.raw(), c"RPUSH", &[Arg::B(key), Arg::B(value)]);
+    }
+
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
+        let Ok(items) = self.list_range(key) else { return 0 };
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let mut removed = 0;
+        // From the tail, so the indexes still to visit do not move.
+        for (idx, item) in items.iter().enumerate().rev() {
+            if item == value && k.key.list_delete(idx as i64) {
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            self.effect(LIST, c"lrem", k.name.raw(), c"LREM", &[Arg::B(key), Arg::I(0), Arg::B(value)]);
+            if k.key.kind() == KeyKind::Empty {
+                self.ctx.notify(GENERIC, c"del", k.name.raw());
+            }
+        }
+        removed
+    }
+
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
+        let m = self.name(member);
+        Ok(self.typed(key, KeyKind::Zset)?.and_then(|k| k.key.zset_score(m.raw())).map(|s| s as i64))
+    }
+
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
+        Ok(self
+            .typed(key, KeyKind::Zset)?
+            .map_or_else(Vec::new, |k| k.key.zset_all().into_iter().map(|(m, s)| (m, s as i64)).collect()))
+    }
+
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: i64) -> bool {
+        let m = self.name(member);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let new = k.key.kind() == KeyKind::Empty || k.key.zset_score(m.raw()).is_none();
+        k.key.zset_add(score as f64, m.raw());
+        self.effect(ZSET, c"zadd", k.name.raw(), c"ZADD", &[Arg::B(key), Arg::I(score), Arg::B(member)]);
+        new
+    }
+
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
+        let m = self.name(member);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() != KeyKind::Zset || !k.key.zset_rem(m.raw()) {
+            return false;
+        }
+        self.effect(ZSET, c"zrem", k.name.raw(), c"ZREM", &[Arg::B(key), Arg::B(member)]);
+        if k.key.kind() == KeyKind::Empty {
+            self.ctx.notify(GENERIC, c"del", k.name.raw());
+        }
+        true
+    }
+
+    fn zset_set_many(&mut self, key: &[u8], scores: &[(Vec<u8>, i64)]) {
+        if scores.is_empty() {
+            return;
+        }
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let mut args = Vec::with_capacity(1 + 2 * scores.len());
+        args.push(Arg::B(key));
+        for (m, s) in scores {
+            // One module string per member for the key API; the scores move in place.
+            let ms = self.ctx.string(m);
+            k.key.zset_add(*s as f64, ms.as_ref());
+            // Redisson's Lua fires one zincr per member: so do we.
+            self.ctx.notify(ZSET, c"zincr", k.name.raw());
+            args.push(Arg::I(*s));
+            args.push(Arg::B(m));
+        }
+        // One variadic ZADD with the absolute scores keeps a replica identical.
+        self.ctx.replicate(c"ZADD", &args);
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {

@@ -176,4 +176,92 @@ impl Store for MemoryStore {
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
     }
+
+    fn list_range(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match self.value(key) {
+            None => Ok(Vec::new()),
+            Some(Value::List(l)) => Ok(l.clone()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn list_head(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.list_range(key)?.into_iter().next())
+    }
+
+    fn list_tail(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.list_range(key)?.pop())
+    }
+
+    fn list_pop_head(&mut self, key: &[u8]) -> Option<Vec<u8>> {
+        let Some(Value::List(l)) = self.value(key) else { return None };
+        let head = (!l.is_empty()).then(|| l.remove(0));
+        if l.is_empty() {
+            self.data.remove(key);
+        }
+        head
+    }
+
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]) {
+        self.expire_if_needed(key);
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::List(Vec::new()), None));
+        if let Value::List(l) = &mut entry.0 {
+            l.push(value.to_vec());
+        }
+    }
+
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
+        let Some(Value::List(l)) = self.value(key) else { return 0 };
+        let before = l.len();
+        l.retain(|v| v != value);
+        let removed = before - l.len();
+        if l.is_empty() {
+            self.data.remove(key);
+        }
+        removed
+    }
+
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(Value::Zset(z)) => Ok(z.get(member).map(|s| *s as i64)),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
+        match self.value(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Zset(z)) => {
+                let mut all: Vec<(Vec<u8>, i64)> = z.iter().map(|(m, s)| (m.clone(), *s as i64)).collect();
+                all.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                Ok(all)
+            }
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: i64) -> bool {
+        self.expire_if_needed(key);
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::Zset(BTreeMap::new()), None));
+        match &mut entry.0 {
+            Value::Zset(z) => z.insert(member.to_vec(), score as f64).is_none(),
+            _ => false,
+        }
+    }
+
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
+        let Some(Value::Zset(z)) = self.value(key) else { return false };
+        let removed = z.remove(member).is_some();
+        if z.is_empty() {
+            self.data.remove(key);
+        }
+        removed
+    }
+
+    fn zset_set_many(&mut self, key: &[u8], scores: &[(Vec<u8>, i64)]) {
+        for (m, s) in scores {
+            self.zset_add(key, m, *s);
+        }
+    }
 }

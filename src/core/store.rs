@@ -55,6 +55,33 @@ pub trait Store {
     /// `INCR` of a counter known to be a string holding an integer (or absent).
     fn incr(&mut self, key: &[u8]) -> i64;
 
+    // -- list (the fair lock's queue) ---------------------------------------------------------
+    /// `LRANGE key 0 -1`; `WrongType` if the key is not a list.
+    fn list_range(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// `LINDEX key 0`; `WrongType` if the key is not a list.
+    fn list_head(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// `LINDEX key -1`; `WrongType` if the key is not a list.
+    fn list_tail(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// `LPOP`, on a key known to be a list (or absent); the key goes with its last element.
+    fn list_pop_head(&mut self, key: &[u8]) -> Option<Vec<u8>>;
+    /// `RPUSH` of one element, on a key known to be a list (or absent).
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]);
+    /// `LREM key 0 value`: removes every copy; returns how many.
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize;
+
+    // -- zset (the fair lock's deadlines; integer ms scores) ----------------------------------
+    /// `ZSCORE`; `WrongType` if the key is not a zset.
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>>;
+    /// `ZRANGE key 0 -1 WITHSCORES`; `WrongType` if the key is not a zset.
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>>;
+    /// `ZADD key score member`, on a key known to be a zset (or absent); true if new.
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: i64) -> bool;
+    /// `ZREM` of one member; true if it was there (the key goes with its last member).
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool;
+    /// Sets the scores of existing members in one pass: one `ZADD key s1 m1 s2 m2 ...`.
+    /// The fair grant and cancel move every later waiter's deadline with it.
+    fn zset_set_many(&mut self, key: &[u8], scores: &[(Vec<u8>, i64)]);
+
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.
     fn publish(&mut self, channel: &[u8], message: &[u8]);
