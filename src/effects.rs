@@ -11,9 +11,11 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
+use crate::core::hold_expiries::{HoldExpiries, HoldState};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
-use crate::core::{LockError, Result};
+use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
+use crate::{hold_index, names};
 
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
@@ -110,6 +112,54 @@ impl<'a> RedisStore<'a> {
         self.ctx.notify(class, event, name);
         self.ctx.replicate(cmd, args);
     }
+
+    /// [`Self::effect`] for a write to `key`, whose read-hold index entry (if `reflected`)
+    /// already shows the write: its event must not drop the entry.
+    fn effect_on(&self, reflected: bool, key: &[u8], class: u32, event: &CStr, cmd: &CStr, args: &[Arg]) {
+        let Some(k) = self.is_open(key) else { return };
+        if reflected {
+            hold_index::accounted(self.db(), key, || self.effect(class, event, k.name.raw(), cmd, args));
+        } else {
+            self.effect(class, event, k.name.raw(), cmd, args);
+        }
+    }
+
+    /// A key's expiry as `PTTL` sees it: an absolute time, or [`TTL_MISSING`] /
+    /// [`TTL_PERSISTENT`]. Keys already open are read through their handle; others (the
+    /// timeout keys of read holds, scanned by the thousand) are opened and closed at once.
+    fn expiry_state(&self, key: &[u8]) -> HoldState {
+        let at = match self.is_open(key) {
+            Some(k) => (k.key.kind() != KeyKind::Empty).then(|| k.key.expire_at()),
+            None => {
+                let name = self.name(key);
+                let k = self.ctx.open_key(name.raw(), false);
+                (k.kind() != KeyKind::Empty).then(|| k.expire_at())
+            }
+        };
+        match at {
+            None => TTL_MISSING,
+            Some(None) => TTL_PERSISTENT,
+            Some(Some(at)) => at,
+        }
+    }
+
+    /// Reflects `field`'s new value (None: gone) in `key`'s read-hold index entry, if it has
+    /// one; true if it does.
+    fn index_field(&self, key: &[u8], field: &[u8], value: Option<i64>) -> bool {
+        let db = self.db();
+        let Some(old) = hold_index::count(db, key, field) else { return false };
+        let new = value.unwrap_or(0);
+        let fresh: Vec<HoldState> = (old + 1..=new.min(crate::core::rwlock::MAX_HOLDS_PER_FIELD))
+            .map(|i| self.hold_key_state(key, field, i))
+            .collect();
+        hold_index::update(db, key, |h| {
+            h.set_count(field, new, |i| fresh.get((i - old - 1) as usize).copied().unwrap_or(TTL_MISSING))
+        })
+    }
+
+    fn hold_key_state(&self, key: &[u8], owner: &[u8], i: i64) -> HoldState {
+        self.expiry_state(&names::read_timeout(key, owner, i))
+    }
 }
 
 impl Store for RedisStore<'_> {
@@ -122,19 +172,9 @@ impl Store for RedisStore<'_> {
     }
 
     fn pttl(&mut self, key: &[u8]) -> i64 {
-        // Timeout keys of read holds are scanned by the thousand: read them without caching.
-        let at = match self.is_open(key) {
-            Some(k) => (k.key.kind() != KeyKind::Empty).then(|| k.key.expire_at()),
-            None => {
-                let name = self.name(key);
-                let k = self.ctx.open_key(name.raw(), false);
-                (k.kind() != KeyKind::Empty).then(|| k.expire_at())
-            }
-        };
-        match at {
-            None => TTL_MISSING,
-            Some(None) => TTL_PERSISTENT,
-            Some(Some(at)) => (at - self.now).max(0),
+        match self.expiry_state(key) {
+            at if at == TTL_MISSING || at == TTL_PERSISTENT => at,
+            at => (at - self.now).max(0),
         }
     }
 
@@ -145,6 +185,7 @@ impl Store for RedisStore<'_> {
             return false;
         }
         k.key.delete();
+        hold_index::forget(self.db(), key);
         self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::B(key)]);
         true
     }
@@ -155,7 +196,9 @@ impl Store for RedisStore<'_> {
         if k.key.kind() == KeyKind::Empty || !k.key.set_expire_at(at) {
             return;
         }
-        self.effect(GENERIC, c"expire", k.name.raw(), c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
+        // The lock's own TTL is not part of its read-hold index entry: the entry stands.
+        let indexed = hold_index::is_indexed(self.db(), key);
+        self.effect_on(indexed, key, GENERIC, c"expire", c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
     }
 
     fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -193,7 +236,8 @@ impl Store for RedisStore<'_> {
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         k.key.hash_set(f.raw(), v.as_ref());
-        self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
+        let indexed = self.index_field(key, field, Some(next));
+        self.effect_on(indexed, key, HASH, c"hincrby", c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
         next
     }
 
@@ -203,7 +247,8 @@ impl Store for RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.hash_set(f.raw(), v.raw());
-        self.effect(HASH, c"hset", k.name.raw(), c"HSET", &[Arg::B(key), Arg::B(field), Arg::B(value)]);
+        let indexed = self.index_field(key, field, parse_i64(value));
+        self.effect_on(indexed, key, HASH, c"hset", c"HSET", &[Arg::B(key), Arg::B(field), Arg::B(value)]);
     }
 
     fn hash_del(&mut self, key: &[u8], field: &[u8]) {
@@ -211,8 +256,15 @@ impl Store for RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.hash_del(f.raw());
-        self.effect(HASH, c"hdel", k.name.raw(), c"HDEL", &[Arg::B(key), Arg::B(field)]);
-        if k.key.kind() == KeyKind::Empty {
+        let emptied = k.key.kind() == KeyKind::Empty;
+        let indexed = if emptied {
+            hold_index::forget(self.db(), key);
+            false
+        } else {
+            self.index_field(key, field, None)
+        };
+        self.effect_on(indexed, key, HASH, c"hdel", c"HDEL", &[Arg::B(key), Arg::B(field)]);
+        if emptied {
             self.ctx.notify(GENERIC, c"del", k.name.raw());
         }
     }
@@ -257,5 +309,56 @@ impl Store for RedisStore<'_> {
         if self.ctx.flags() & CLUSTER_FLAG == 0 {
             self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
         }
+    }
+
+    // Read holds: the same writes as the trait's defaults, mirrored in the lock's index entry.
+
+    fn read_hold_set(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
+        let t = names::read_timeout(key, owner, i);
+        let db = self.db();
+        if hold_index::update(db, key, |h| h.set_hold(owner, i, at)) {
+            hold_index::accounted(db, key, || self.set_px_at(&t, b"1", at));
+        } else {
+            self.set_px_at(&t, b"1", at);
+        }
+    }
+
+    fn read_hold_del(&mut self, key: &[u8], owner: &[u8], i: i64) {
+        let t = names::read_timeout(key, owner, i);
+        let db = self.db();
+        if hold_index::update(db, key, |h| h.set_hold(owner, i, TTL_MISSING)) {
+            hold_index::accounted(db, key, || self.del(&t));
+        } else {
+            self.del(&t);
+        }
+    }
+
+    fn read_hold_expire(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
+        let t = names::read_timeout(key, owner, i);
+        let db = self.db();
+        if !hold_index::is_indexed(db, key) {
+            return self.pexpire_at(&t, at);
+        }
+        hold_index::accounted(db, key, || self.pexpire_at(&t, at));
+        // Whether the key took the expiry (it may have just expired) is the keyspace's to say.
+        let state = self.expiry_state(&t);
+        hold_index::update(db, key, |h| h.set_hold(owner, i, state));
+    }
+
+    /// From the lock's index entry, built by one scan the first time it is needed.
+    fn read_holds_max_pttl(&mut self, key: &[u8]) -> Result<i64> {
+        let db = self.db();
+        if let Some(ttl) = hold_index::max_pttl(db, key, self.now) {
+            return Ok(ttl);
+        }
+        let mut holds = HoldExpiries::default();
+        for (field, value) in self.hash_entries(key)? {
+            if let Some(count) = parse_i64(&value) {
+                holds.set_count(&field, count, |i| self.hold_key_state(key, &field, i));
+            }
+        }
+        let ttl = holds.max_pttl(self.now);
+        hold_index::insert(db, key, holds);
+        Ok(ttl)
     }
 }

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod core;
 pub mod effects;
 pub mod ffi;
+pub mod hold_index;
 pub mod names;
 pub mod stats;
 
