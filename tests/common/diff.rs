@@ -8,6 +8,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
 use super::{error_line, Server, Subscriber, Value};
 
 /// Keys closer than this to expiring are waited out before an operation.
@@ -243,4 +246,31 @@ pub fn values_match(a: &Value, b: &Value, ttl: bool) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// A number from the environment (`DIFF_SEED`, `DIFF_OPS`), or `default`.
+pub fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// The random differential run: `DIFF_OPS` (default `ops`) operations drawn by `draw` from
+/// `DIFF_SEED` (default `seed`, printed so a failure can be replayed), each run on both
+/// servers; one step in `pause_one_in` is followed by a 1-50 ms pause so short leases expire
+/// mid-run; keyspaces and messages are compared every 100 steps and at the end.
+pub fn run_random(seed: u64, ops: u64, pause_one_in: u32, mut draw: impl FnMut(&mut SmallRng) -> Op) {
+    let (seed, n) = (env("DIFF_SEED", seed), env("DIFF_OPS", ops));
+    eprintln!("DIFF_SEED={seed} DIFF_OPS={n}");
+    let mut r = SmallRng::seed_from_u64(seed);
+    let mut pair = Pair::new();
+    for i in 0..n {
+        let op = draw(&mut r);
+        pair.step(&op);
+        if r.gen_ratio(1, pause_one_in) {
+            std::thread::sleep(Duration::from_millis(r.gen_range(1..50)));
+        }
+        if i % 100 == 99 {
+            pair.check();
+        }
+    }
+    pair.check();
 }
