@@ -59,7 +59,7 @@ impl Registry {
 
     fn remove(&mut self, db: i32, key: &[u8]) {
         let Some(h) = self.locks.get_mut(&db).and_then(|m| m.remove(key)) else { return };
-        self.positions -= h.positions();
+        self.positions = self.positions.saturating_sub(h.positions());
         let root = names::suffix(key, b"");
         if let Some(roots) = self.roots.get_mut(&db) {
             if let Some(v) = roots.get_mut(&root) {
@@ -109,7 +109,7 @@ pub fn update(db: i32, key: &[u8], f: impl FnOnce(&mut HoldExpiries)) -> bool {
         let before = h.positions();
         f(h);
         let after = h.positions();
-        r.positions = r.positions + after - before;
+        r.positions = (r.positions + after).saturating_sub(before);
         true
     })
     .unwrap_or(false)
@@ -160,13 +160,16 @@ pub fn on_keyspace_event(db: i32, event: &[u8], key: &[u8]) {
         if r.locks.is_empty() {
             return;
         }
-        let spare = ACCOUNTED.with(|a| a.borrow().as_ref().filter(|(d, _)| *d == db).map(|(_, k)| k.clone()));
-        if spare.as_deref() != Some(key) {
-            r.remove(db, key);
-        }
-        if event != b"expired" && contains(key, TIMEOUT_MARK) {
-            r.remove_owners_of_timeout_key(db, key, spare.as_deref());
-        }
+        ACCOUNTED.with(|a| {
+            let a = a.borrow();
+            let spare = a.as_ref().filter(|(d, _)| *d == db).map(|(_, k)| k.as_slice());
+            if spare != Some(key) {
+                r.remove(db, key);
+            }
+            if event != b"expired" && contains(key, TIMEOUT_MARK) {
+                r.remove_owners_of_timeout_key(db, key, spare);
+            }
+        })
     });
     if applied.is_none() {
         STALE.set(true);

@@ -225,3 +225,23 @@ fn blocking_readers_and_writers_exclude_each_other() {
     wait_blocked(&mut c, 0);
     assert_eq!(keys(&mut c), Vec::<String>::new());
 }
+
+/// Readers granted on wake-up reach the replica with the same absolute expiries, timeout keys
+/// included.
+#[test]
+fn grants_on_wake_up_reach_the_replica() {
+    let s = Server::start();
+    let r = s.replica();
+    let (mut c, mut rc) = (s.conn(), r.conn());
+    ok(&mut c, &["RWLOCK.WLOCK", "doc", "w", "30000"]);
+    let readers: Vec<Parked> = (0..2).map(|i| park_reader(&s, &mut c, &format!("r{i}"))).collect();
+    ok(&mut c, &["RWLOCK.UNLOCK", "doc", "w", "WRITE", "30000"]);
+    readers.into_iter().for_each(granted);
+    wait_replica(&mut c);
+    assert_eq!(hgetall(&mut rc, "doc"), hgetall(&mut c, "doc"));
+    assert_eq!(keys(&mut rc), keys(&mut c));
+    for k in keys(&mut c) {
+        let at = |c: &mut redis::Connection| int(&ok(c, &["PEXPIRETIME", &k]));
+        assert_eq!(at(&mut rc), at(&mut c), "absolute expiry of {k}");
+    }
+}

@@ -97,7 +97,7 @@ impl HoldExpiries {
     }
 
     fn forget(&mut self, s: HoldState) {
-        self.positions -= 1;
+        self.positions = self.positions.saturating_sub(1);
         if !counts(s) {
             return;
         }
