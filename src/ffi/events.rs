@@ -206,6 +206,13 @@ extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, 
 
 /// SWAPDB, loading (DEBUG RELOAD, a full sync) or a role change: the keyspace the read-hold
 /// index mirrors was replaced.
-extern "C" fn on_swap(_ctx: RawCtx, _eid: raw::RedisModuleEvent, _subevent: u64, _data: *mut c_void) {
-    guarded("a keyspace swap event", (), crate::hold_index::clear);
+extern "C" fn on_swap(ctx: RawCtx, eid: raw::RedisModuleEvent, _subevent: u64, _data: *mut c_void) {
+    let ctx = Ctx(ctx);
+    guarded("a keyspace swap event", (), || {
+        crate::hold_index::clear();
+        // Locks with parked clients may be free in the database swapped in: serve them.
+        if eid.id == raw::REDISMODULE_EVENT_SWAPDB {
+            blocking::on_flush(&ctx);
+        }
+    });
 }
