@@ -293,7 +293,10 @@ fn a_parked_client_is_served_after_swapdb_frees_its_lock() {
     ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "30000"]);
     let w = park(&s, "k", "b", "30000", "5000");
     wait_blocked(&mut c, 1);
+    let swapped = Instant::now();
     ok(&mut c, &["SWAPDB", "0", "1"]);
-    assert_eq!(w.join().expect("thread").0, Ok(Value::Nil));
+    let (reply, at) = w.join().expect("thread");
+    assert_eq!(reply, Ok(Value::Nil));
+    assert!(at.duration_since(swapped) < Duration::from_secs(1), "served by its timeout, not the swap");
     assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
 }
