@@ -11,11 +11,13 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
-use crate::core::hold_expiries::{HoldExpiries, HoldState};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
-use crate::{hold_index, names};
+use crate::hold_index;
+
+mod collections;
+mod read_holds;
 
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
@@ -111,54 +113,6 @@ impl<'a> RedisStore<'a> {
     fn effect(&self, class: u32, event: &CStr, name: StrRef, cmd: &CStr, args: &[Arg]) {
         self.ctx.notify(class, event, name);
         self.ctx.replicate(cmd, args);
-    }
-
-    /// [`Self::effect`] for a write to `key`, whose read-hold index entry (if `reflected`)
-    /// already shows the write: its event must not drop the entry.
-    fn effect_on(&self, reflected: bool, key: &[u8], class: u32, event: &CStr, cmd: &CStr, args: &[Arg]) {
-        let Some(k) = self.is_open(key) else { return };
-        if reflected {
-            hold_index::accounted(self.db(), key, || self.effect(class, event, k.name.raw(), cmd, args));
-        } else {
-            self.effect(class, event, k.name.raw(), cmd, args);
-        }
-    }
-
-    /// A key's expiry as `PTTL` sees it: an absolute time, or [`TTL_MISSING`] /
-    /// [`TTL_PERSISTENT`]. Keys already open are read through their handle; others (the
-    /// timeout keys of read holds, scanned by the thousand) are opened and closed at once.
-    fn expiry_state(&self, key: &[u8]) -> HoldState {
-        let at = match self.is_open(key) {
-            Some(k) => (k.key.kind() != KeyKind::Empty).then(|| k.key.expire_at()),
-            None => {
-                let name = self.name(key);
-                let k = self.ctx.open_key(name.raw(), false);
-                (k.kind() != KeyKind::Empty).then(|| k.expire_at())
-            }
-        };
-        match at {
-            None => TTL_MISSING,
-            Some(None) => TTL_PERSISTENT,
-            Some(Some(at)) => at,
-        }
-    }
-
-    /// Reflects `field`'s new value (None: gone) in `key`'s read-hold index entry, if it has
-    /// one; true if it does.
-    fn index_field(&self, key: &[u8], field: &[u8], value: Option<i64>) -> bool {
-        let db = self.db();
-        let Some(old) = hold_index::count(db, key, field) else { return false };
-        let new = value.unwrap_or(0);
-        let fresh: Vec<HoldState> = (old + 1..=new.min(crate::core::rwlock::MAX_HOLDS_PER_FIELD))
-            .map(|i| self.hold_key_state(key, field, i))
-            .collect();
-        hold_index::update(db, key, |h| {
-            h.set_count(field, new, |i| fresh.get((i - old - 1) as usize).copied().unwrap_or(TTL_MISSING))
-        })
-    }
-
-    fn hold_key_state(&self, key: &[u8], owner: &[u8], i: i64) -> HoldState {
-        self.expiry_state(&names::read_timeout(key, owner, i))
     }
 }
 
@@ -302,6 +256,54 @@ impl Store for RedisStore<'_> {
         next
     }
 
+    fn list_len(&mut self, key: &[u8]) -> Result<usize> {
+        self.list_len_(key)
+    }
+
+    fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
+        self.list_index_(key, i)
+    }
+
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.list_all_(key)
+    }
+
+    fn list_pop_head(&mut self, key: &[u8]) {
+        self.list_pop_head_(key)
+    }
+
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]) {
+        self.list_push_tail_(key, value)
+    }
+
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
+        self.list_remove_(key, value)
+    }
+
+    fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
+        self.zset_len_(key)
+    }
+
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>> {
+        self.zset_score_(key, member)
+    }
+
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool {
+        self.zset_add_(key, member, score)
+    }
+
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
+        self.zset_rem_(key, member)
+    }
+
+    fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
+        self.zset_incr_(key, member, by)
+    }
+
+    fn zset_shift_all(&mut self, key: &[u8], by: f64) {
+        self.zset_shift_all_(key, by)
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.ctx.publish(channel, message);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
@@ -311,54 +313,21 @@ impl Store for RedisStore<'_> {
         }
     }
 
-    // Read holds: the same writes as the trait's defaults, mirrored in the lock's index entry.
+    // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.
 
     fn read_hold_set(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
-        let t = names::read_timeout(key, owner, i);
-        let db = self.db();
-        if hold_index::update(db, key, |h| h.set_hold(owner, i, at)) {
-            hold_index::accounted(db, key, || self.set_px_at(&t, b"1", at));
-        } else {
-            self.set_px_at(&t, b"1", at);
-        }
+        self.read_hold_set_(key, owner, i, at)
     }
 
     fn read_hold_del(&mut self, key: &[u8], owner: &[u8], i: i64) {
-        let t = names::read_timeout(key, owner, i);
-        let db = self.db();
-        if hold_index::update(db, key, |h| h.set_hold(owner, i, TTL_MISSING)) {
-            hold_index::accounted(db, key, || self.del(&t));
-        } else {
-            self.del(&t);
-        }
+        self.read_hold_del_(key, owner, i)
     }
 
     fn read_hold_expire(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
-        let t = names::read_timeout(key, owner, i);
-        let db = self.db();
-        if !hold_index::is_indexed(db, key) {
-            return self.pexpire_at(&t, at);
-        }
-        hold_index::accounted(db, key, || self.pexpire_at(&t, at));
-        // Whether the key took the expiry (it may have just expired) is the keyspace's to say.
-        let state = self.expiry_state(&t);
-        hold_index::update(db, key, |h| h.set_hold(owner, i, state));
+        self.read_hold_expire_(key, owner, i, at)
     }
 
-    /// From the lock's index entry, built by one scan the first time it is needed.
     fn read_holds_max_pttl(&mut self, key: &[u8]) -> Result<i64> {
-        let db = self.db();
-        if let Some(ttl) = hold_index::max_pttl(db, key, self.now) {
-            return Ok(ttl);
-        }
-        let mut holds = HoldExpiries::default();
-        for (field, value) in self.hash_entries(key)? {
-            if let Some(count) = parse_i64(&value) {
-                holds.set_count(&field, count, |i| self.hold_key_state(key, &field, i));
-            }
-        }
-        let ttl = holds.max_pttl(self.now);
-        hold_index::insert(db, key, holds);
-        Ok(ttl)
+        self.read_holds_max_pttl_(key)
     }
 }

@@ -191,6 +191,8 @@ impl Default for Pair {
     }
 }
 
+/// Milliseconds until the next expiry on the server: of a key, or of a fair-lock waiter's
+/// deadline (a zset score), which decides a purge just as an expiry does.
 fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).ok()?;
     if keys.is_empty() {
@@ -201,7 +203,25 @@ fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
         p.cmd("PTTL").arg(k);
     }
     let ttls: Vec<i64> = p.query(c).ok()?;
-    ttls.into_iter().filter(|t| *t >= 0).min()
+    let now = now_ms();
+    let mut soonest = ttls.into_iter().filter(|t| *t >= 0).min();
+    for k in keys.iter().filter(|k| k.starts_with("redisson_lock_timeout:")) {
+        let next: Vec<(String, f64)> = redis::cmd("ZRANGEBYSCORE")
+            .arg(k)
+            .arg(now)
+            .arg("+inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(1)
+            .query(c)
+            .ok()?;
+        if let Some((_, score)) = next.first() {
+            let ms = *score as i64 - now;
+            soonest = Some(soonest.map_or(ms, |s| s.min(ms)));
+        }
+    }
+    soonest
 }
 
 /// Every key as (name, printable value, absolute expiry (PEXPIRETIME), zset scores), sorted by name.
