@@ -189,20 +189,27 @@ pub fn serve_now(ctx: &Ctx) {
     }
 }
 
-/// Grants `id` to its parked clients, in order, while they can have it.
+/// Grants `id` to its parked clients, in order, while they can have it. A refused fair waiter
+/// does not stop the walk: the lock's own queue decides who is first, and a parked waiter may
+/// stand anywhere in it (Redisson clients queue too).
 fn serve(ctx: &Ctx, id: &LockId) {
     let args = Args::empty();
-    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
+    let mut i = 0;
+    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten() {
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         let outcome = attempt(&mut store, &id.1, &req);
         drop(store);
         let reply = match outcome {
+            Ok(Attempt::Refused(_)) if matches!(req, Request::Fair { .. }) => {
+                i += 1;
+                continue;
+            }
             Ok(Attempt::Refused(_)) => break,
             Ok(Attempt::Granted(reply)) => reply,
             // The key changed type under the waiter: it gets the error the command would give.
             Err(e) => Reply::Error(e.to_string()),
         };
-        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(VecDeque::pop_front)).flatten() {
+        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
             stats::HANDOFFS.inc();
             w.bc.unblock(Some(reply));
         }

@@ -216,3 +216,22 @@ fn parking_and_grants_reach_the_replica_identically() {
     let at = |c: &mut redis::Connection| int(&ok(c, &["PEXPIRETIME", "doc"]));
     assert_eq!(at(&mut rc), at(&mut c));
 }
+
+/// The queue, not the order of parking, decides: a parked waiter whose place was taken away
+/// (here by a plain LREM) queues again at the tail, and the parked waiter now at the head is
+/// served first.
+#[test]
+fn the_queue_decides_the_order_even_when_it_differs_from_parking_order() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+    let a = park(&s, &mut c, "a", "60000", "5000");
+    let b = park(&s, &mut c, "b", "60000", "5000");
+    ok(&mut c, &["LREM", Q, "0", "a"]);
+    ok(&mut c, &["ZREM", Z, "a"]);
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
+    granted(b);
+    assert_eq!(queue(&mut c), ["a"], "a queued again behind b");
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "b", "30000"]);
+    granted(a);
+}
