@@ -8,6 +8,7 @@ pub mod commands;
 pub mod core;
 pub mod effects;
 pub mod ffi;
+pub mod hold_index;
 pub mod names;
 pub mod stats;
 
@@ -35,7 +36,7 @@ mod module {
             // O(the owner's read holds).
             (c"RWLOCK.RENEW", command_fn!(rwlock::rwlock_renew), c"write"),
             (c"RWLOCK.FORCEUNLOCK", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
-            // The fair lock walks its queue and zset: O(waiters), so none is `fast` but RENEW.
+            // O(waiters): a grant moves every queued waiter's deadline.
             (c"FAIRLOCK.ACQUIRE", command_fn!(fair::fairlock_acquire), c"write deny-oom"),
             (c"FAIRLOCK.UNLOCK", command_fn!(fair::fairlock_unlock), c"write"),
             (c"FAIRLOCK.CANCEL", command_fn!(fair::fairlock_cancel), c"write"),

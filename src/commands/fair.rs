@@ -1,11 +1,8 @@
-//! `FAIRLOCK.*`: the fair lock, layout- and reply-compatible with Redisson's
-//! `RedissonFairLock`, on the server's clock.
+//! `FAIRLOCK.*`: the fair lock, layout- and reply-compatible with Redisson's `RedissonFairLock`.
 
 use super::{arity, parse_ms, parse_options, Accepts};
-use crate::blocking;
-use crate::core::fair::{self, FairAcquired};
-use crate::core::reentrant::Acquired;
-use crate::core::{LockError, Reply};
+use crate::blocking::{self, Request};
+use crate::core::{fair, LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 use crate::stats;
@@ -13,28 +10,18 @@ use crate::stats;
 type Result = std::result::Result<Reply, LockError>;
 
 /// `FAIRLOCK.ACQUIRE key owner lease wait [NOQUEUE] [BLOCK ms]`
-///
-/// `BLOCK` is accepted and, for now, answered like the non-blocking form.
 pub fn fairlock_acquire(ctx: &Ctx, args: &Args) -> Result {
     arity(args, 5, "fairlock.acquire")?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
     let wait = parse_ms(args.bytes(4), "wait")?;
     let opts = parse_options(args, 5, Accepts { block: true, noqueue: true, ..Accepts::default() })?;
-    let mut store = RedisStore::new(ctx, args);
-    let outcome = fair::acquire(&mut store, key, owner, lease, wait, opts.noqueue)?;
-    match outcome {
-        FairAcquired::Got(Acquired::New) => {
-            stats::ACQUIRED.inc();
-            stats::granted(store.db(), key);
-        }
-        FairAcquired::Got(_) => {
-            stats::ACQUIRED.inc();
-            stats::REENTRIES.inc();
-        }
-        _ => stats::REFUSED.inc(),
+    // A parked waiter is served from its queue place: it cannot wait without one.
+    if opts.noqueue && opts.block.is_some() {
+        return Err(LockError::Syntax);
     }
-    Ok(outcome.reply())
+    let req = Request::Fair { owner: owner.to_vec(), lease, wait, noqueue: opts.noqueue };
+    blocking::acquire(ctx, args, key, req, opts.block)
 }
 
 /// `FAIRLOCK.UNLOCK key owner lease [LATCH request_id latch_ms]`
@@ -63,6 +50,7 @@ pub fn fairlock_cancel(ctx: &Ctx, args: &Args) -> Result {
     let mut store = RedisStore::new(ctx, args);
     let reply = fair::cancel(&mut store, key, owner, wait);
     drop(store);
+    // The waiter behind may now be first in line for a free lock.
     blocking::serve_now(ctx);
     reply
 }

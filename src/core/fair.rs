@@ -1,69 +1,45 @@
-//! The fair lock (Redisson's `RedissonFairLock`): a reentrant lock granted in FIFO order.
+//! The fair lock (Redisson's `RedissonFairLock`): the reentrant lock's hash, plus a FIFO of
+//! waiting owners with a deadline each.
 //!
-//! | key                                | type | meaning                                   |
-//! |------------------------------------|------|-------------------------------------------|
-//! | `name`                             | hash | the holder, as the reentrant lock         |
-//! | `redisson_lock_queue:{name}`       | list | waiting owners, first in line at the head |
-//! | `redisson_lock_timeout:{name}`     | zset | each waiter's absolute deadline (ms)      |
+//! | key                                  | type | meaning                                      |
+//! |--------------------------------------|------|----------------------------------------------|
+//! | `name`                               | hash | holder -> hold count, TTL = lease            |
+//! | `redisson_lock_queue:{name}` (Q)     | list | waiting owners, first in line at the head    |
+//! | `redisson_lock_timeout:{name}` (Z)   | zset | waiting owner -> absolute deadline (ms)      |
 //!
-//! A waiter that misses its deadline is purged by the next command that looks at the queue.
-//! Every `now` is the server's clock: Redisson sends the client's, we never trust it.
-//! Releases publish `0` on the head waiter's own channel, so only it wakes.
+//! A waiter that stops retrying is dropped once its deadline passes and it reaches the head
+//! ("purge"). A waiter's deadline is the one before it plus `wait`, so each grant pulls every
+//! remaining deadline forward by `wait`. A release publishes `0` only to the channel of the
+//! waiter at the head, `redisson_lock__channel:{name}:<owner>`.
+//!
+//! Every `now` is the server's clock (Redisson sends the client's), read once per command.
+//! Scores are doubles, as in Redis: Redisson's arithmetic on them is reproduced in `f64`.
 
 use super::reentrant::{self, Acquired};
 use super::{latch_check, latch_record, Latch, Reply, Result, Store};
 use crate::names;
 
-/// What a fair acquire did: the reentrant outcomes plus the queue's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FairAcquired {
-    /// Granted or re-entered.
-    Got(Acquired),
-    /// `NOQUEUE` and not free: Redisson's tryLock() reply `1`.
-    NotQueued,
-    /// Already queued: max(0, PTTL of the lock).
-    Waiting(i64),
-    /// Newly queued; Redisson's reply is the base TTL the deadline was computed from.
-    Enqueued(i64),
-}
-
-impl FairAcquired {
-    pub fn reply(self) -> Reply {
-        match self {
-            FairAcquired::Got(a) => a.reply(),
-            FairAcquired::NotQueued => Reply::Int(1),
-            FairAcquired::Waiting(ttl) | FairAcquired::Enqueued(ttl) => Reply::Int(ttl),
-        }
-    }
-
-    pub fn acquired(self) -> bool {
-        matches!(self, FairAcquired::Got(_))
-    }
-}
-
-/// The three keys of one fair lock.
+/// The derived keys of a fair lock.
 struct Keys {
     queue: Vec<u8>,
-    zset: Vec<u8>,
+    deadlines: Vec<u8>,
 }
 
-/// Type-checks the lock, the queue and the zset before anything is written.
+/// Type-checks every key a fair-lock command may write, before its first write.
 fn keys<S: Store>(s: &mut S, key: &[u8]) -> Result<Keys> {
-    let k = Keys { queue: names::fair_queue(key), zset: names::fair_timeouts(key) };
+    let k = Keys { queue: names::fair_queue(key), deadlines: names::fair_timeouts(key) };
     s.hash_len(key)?;
-    s.list_head(&k.queue)?;
-    s.zset_score(&k.zset, b"")?;
+    s.list_len(&k.queue)?;
+    s.zset_len(&k.deadlines)?;
     Ok(k)
 }
 
-/// Removes queue heads whose deadline is at or before `now`. A head without a deadline stops
-/// the purge (Redisson's Lua would fail on it; we leave it for CANCEL).
-fn purge<S: Store>(s: &mut S, k: &Keys) -> Result<()> {
-    let now = s.now();
-    while let Some(head) = s.list_head(&k.queue)? {
-        match s.zset_score(&k.zset, &head)? {
+/// Drops the waiters at the head whose deadline has passed (a head without a deadline stays).
+fn purge<S: Store>(s: &mut S, k: &Keys, now: f64) -> Result<()> {
+    while let Some(head) = s.list_index(&k.queue, 0)? {
+        match s.zset_score(&k.deadlines, &head)? {
             Some(deadline) if deadline <= now => {
-                s.zset_rem(&k.zset, &head);
+                s.zset_rem(&k.deadlines, &head);
                 s.list_pop_head(&k.queue);
             }
             _ => break,
@@ -72,130 +48,161 @@ fn purge<S: Store>(s: &mut S, k: &Keys) -> Result<()> {
     Ok(())
 }
 
-/// Moves the deadline of every member in `members` (that has one) by `-wait`, in one write.
-fn pull_forward<S: Store>(s: &mut S, zset: &[u8], members: impl IntoIterator<Item = Vec<u8>>, wait: i64) -> Result<()> {
-    let mut moved = Vec::new();
-    for m in members {
-        if let Some(score) = s.zset_score(zset, &m)? {
-            moved.push((m, score - wait));
-        }
+/// Publishes `0` to the waiter at the head of the queue, if any.
+fn wake_head<S: Store>(s: &mut S, key: &[u8], k: &Keys) -> Result<()> {
+    if let Some(head) = s.list_index(&k.queue, 0)? {
+        s.publish(&names::fair_waiter_channel(key, &head), b"0");
     }
-    s.zset_set_many(zset, &moved);
     Ok(())
 }
 
-/// `FAIRLOCK.ACQUIRE key owner lease wait [NOQUEUE]`.
+/// What an acquire that is not granted does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfRefused {
+    /// Join the queue (or stay in it): Redisson's `tryLock(wait, ...)`.
+    Queue,
+    /// Leave the queue alone and reply 1: Redisson's `tryLock()`.
+    NoQueue,
+}
+
+/// `FAIRLOCK.ACQUIRE key owner lease wait [NOQUEUE]`. Refused with Redisson's reply: 1 for
+/// NOQUEUE; the lock's PTTL (at least 0) for an owner already queued; else the time the owner
+/// ahead (or the lock) has left, the base of the new deadline.
 pub fn acquire<S: Store>(
     s: &mut S,
     key: &[u8],
     owner: &[u8],
     lease: i64,
     wait: i64,
-    noqueue: bool,
-) -> Result<FairAcquired> {
+    if_refused: IfRefused,
+) -> Result<Acquired> {
     let k = keys(s, key)?;
-    s.hash_get_int(key, owner)?;
-    purge(s, &k)?;
-    let head = s.list_head(&k.queue)?;
-    if !s.exists(key) && head.as_deref().is_none_or(|h| h == owner) {
-        s.list_pop_head(&k.queue);
-        s.zset_rem(&k.zset, owner);
-        // Every remaining waiter's deadline had this one's wait in it.
-        let rest = s.zset_all(&k.zset)?.into_iter().map(|(m, _)| m);
-        pull_forward(s, &k.zset, rest, wait)?;
-        s.hash_incr(key, owner, 1);
-        let at = s.now() + lease;
-        s.pexpire_at(key, at);
-        return Ok(FairAcquired::Got(Acquired::New));
-    }
-    if s.hash_get_int(key, owner)?.is_some() {
-        s.hash_incr(key, owner, 1);
-        let at = s.now() + lease;
-        s.pexpire_at(key, at);
-        return Ok(FairAcquired::Got(Acquired::Reentered));
-    }
-    if noqueue {
-        return Ok(FairAcquired::NotQueued);
-    }
-    if s.zset_score(&k.zset, owner)?.is_some() {
-        return Ok(FairAcquired::Waiting(s.pttl(key).max(0)));
-    }
+    let held = s.hash_get_int(key, owner)?;
     let now = s.now();
-    let tail_deadline = match s.list_tail(&k.queue)? {
-        Some(tail) if tail != owner => s.zset_score(&k.zset, &tail)?,
-        _ => None,
+    purge(s, &k, now as f64)?;
+    let free = s.hash_len(key)? == 0;
+    if free && (s.list_len(&k.queue)? == 0 || s.list_index(&k.queue, 0)?.as_deref() == Some(owner)) {
+        s.list_pop_head(&k.queue);
+        s.zset_rem(&k.deadlines, owner);
+        // Everyone still waiting moves up one place: their deadlines come `wait` closer.
+        s.zset_shift_all(&k.deadlines, -(wait as f64));
+        s.hash_set(key, owner, b"1");
+        s.pexpire_at(key, now + lease);
+        return Ok(Acquired::New);
+    }
+    if held.is_some() {
+        s.hash_incr(key, owner, 1);
+        s.pexpire_at(key, now + lease);
+        return Ok(Acquired::Reentered);
+    }
+    if if_refused == IfRefused::NoQueue {
+        return Ok(Acquired::Refused(1));
+    }
+    if s.zset_score(&k.deadlines, owner)?.is_some() {
+        return Ok(Acquired::Refused(s.pttl(key).max(0)));
+    }
+    let tail = s.list_index(&k.queue, -1)?.filter(|t| t != owner);
+    let ahead = match tail {
+        Some(t) => s.zset_score(&k.deadlines, &t)?,
+        None => None,
     };
-    let base = match tail_deadline {
-        Some(d) => d - now,
-        None => s.pttl(key),
+    let base = match ahead {
+        Some(deadline) => deadline - now as f64,
+        None => s.pttl(key) as f64,
     };
-    if s.zset_add(&k.zset, owner, base + wait + now) {
+    if s.zset_add(&k.deadlines, owner, base + (wait + now) as f64) {
         s.list_push_tail(&k.queue, owner);
     }
-    Ok(FairAcquired::Enqueued(base))
+    // Lua hands a number back as an integer by truncation.
+    Ok(Acquired::Refused(base as i64))
 }
 
-/// Publishes `0` on the queue head's own channel, if anyone is queued.
-fn notify_head<S: Store>(s: &mut S, key: &[u8], k: &Keys) -> Result<()> {
-    if let Some(head) = s.list_head(&k.queue)? {
-        s.publish(&names::fair_waiter_channel(key, &head), b"0");
-    }
-    Ok(())
-}
-
-/// `FAIRLOCK.UNLOCK key owner lease [LATCH ...]`: nil not held, 0 holds remain, 1 released.
+/// `FAIRLOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` does not hold the lock, 0 if
+/// holds remain, 1 if released (or if the lock was already free); a release wakes the head.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
-    let k = keys(s, key)?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
-    let holds = s.hash_get_int(key, owner)?;
-    purge(s, &k)?;
-    if !s.exists(key) {
-        notify_head(s, key, &k)?;
+    let k = keys(s, key)?;
+    let held = s.hash_get_int(key, owner)?;
+    let now = s.now();
+    purge(s, &k, now as f64)?;
+    if s.hash_len(key)? == 0 {
+        wake_head(s, key, &k)?;
         latch_record(s, key, latch, 1);
         return Ok(Reply::Int(1));
     }
-    if holds.is_none() {
+    if held.is_none() {
         return Ok(Reply::Nil);
     }
     if s.hash_incr(key, owner, -1) > 0 {
-        let at = s.now() + lease;
-        s.pexpire_at(key, at);
+        s.pexpire_at(key, now + lease);
         latch_record(s, key, latch, 0);
         return Ok(Reply::Int(0));
     }
     s.del(key);
     latch_record(s, key, latch, 1);
-    notify_head(s, key, &k)?;
+    wake_head(s, key, &k)?;
     Ok(Reply::Int(1))
 }
 
-/// `FAIRLOCK.CANCEL key owner wait`: a waiter gives up. Later waiters move forward by `wait`.
+/// `FAIRLOCK.CANCEL key owner wait`: a waiter gives up. Everyone queued behind it moves up
+/// (their deadlines come `wait` closer) and it leaves the queue; 1 if it was queued.
 pub fn cancel<S: Store>(s: &mut S, key: &[u8], owner: &[u8], wait: i64) -> Result<Reply> {
     let k = keys(s, key)?;
-    let queue = s.list_range(&k.queue)?;
-    let later = queue.iter().position(|w| w == owner).map_or(Vec::new(), |i| queue[i + 1..].to_vec());
-    pull_forward(s, &k.zset, later, wait)?;
-    let in_zset = s.zset_rem(&k.zset, owner);
-    let in_queue = s.list_remove(&k.queue, owner) > 0;
-    Ok(Reply::Int(i64::from(in_zset || in_queue)))
+    let queue = s.list_all(&k.queue)?;
+    if let Some(i) = queue.iter().position(|w| w == owner) {
+        for behind in &queue[i + 1..] {
+            s.zset_incr(&k.deadlines, behind, -(wait as f64));
+        }
+    }
+    let had_deadline = s.zset_rem(&k.deadlines, owner);
+    let was_queued = s.list_remove(&k.queue, owner) > 0;
+    Ok(Reply::Int(i64::from(had_deadline || was_queued)))
 }
 
-/// `FAIRLOCK.RENEW key owner lease`: exactly `LOCK.RENEW`.
+/// `FAIRLOCK.RENEW key owner lease`: the reentrant lock's renewal (no purge).
 pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Reply> {
     reentrant::renew(s, key, owner, lease)
 }
 
-/// `FAIRLOCK.FORCEUNLOCK key`: delete the lock whoever holds it, wake the head waiter.
+/// `FAIRLOCK.FORCEUNLOCK key`: deletes the lock whoever holds it and wakes the head; 1 if it
+/// existed.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
     let k = keys(s, key)?;
-    purge(s, &k)?;
+    let now = s.now();
+    purge(s, &k, now as f64)?;
     if !s.del(key) {
         return Ok(Reply::Int(0));
     }
-    notify_head(s, key, &k)?;
+    wake_head(s, key, &k)?;
     Ok(Reply::Int(1))
+}
+
+/// Keeps the queue places of waiters parked in the server (with BLOCK) from being purged:
+/// connected, they are alive, whatever their deadline says. Each parked waiter whose deadline
+/// is less than `ahead_ms` away is moved to `ahead_ms + wait` from now, and everyone queued
+/// after it by the same amount, so deadlines stay in queue order.
+pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahead_ms: i64) -> Result<()> {
+    let k = keys(s, key)?;
+    let queue = s.list_all(&k.queue)?;
+    let now = s.now();
+    for &(owner, wait) in parked {
+        let Some(pos) = queue.iter().position(|w| w == owner) else { continue };
+        let Some(deadline) = s.zset_score(&k.deadlines, owner)? else { continue };
+        if deadline >= (now + ahead_ms) as f64 {
+            continue;
+        }
+        let delta = (now + ahead_ms + wait) as f64 - deadline;
+        let mut moved: Vec<&[u8]> = Vec::new();
+        for w in &queue[pos..] {
+            if !moved.contains(&w.as_slice()) && s.zset_score(&k.deadlines, w)?.is_some() {
+                s.zset_incr(&k.deadlines, w, delta);
+                moved.push(w);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

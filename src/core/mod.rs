@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod fair;
+pub mod hold_expiries;
 pub mod reentrant;
 pub mod rwlock;
 pub mod store;
