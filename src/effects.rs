@@ -22,8 +22,6 @@ mod read_holds;
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
 const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
-const LIST: u32 = raw::REDISMODULE_NOTIFY_LIST as u32;
-const ZSET: u32 = raw::REDISMODULE_NOTIFY_ZSET as u32;
 const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
 
 /// A module string for a name: the command's own argument when the bytes are one, else a copy.
