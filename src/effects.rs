@@ -304,6 +304,10 @@ impl Store for RedisStore<'_> {
         self.zset_shift_all_(key, by)
     }
 
+    fn zset_incr_many(&mut self, key: &[u8], by: &[(Vec<u8>, f64)]) {
+        self.zset_incr_many_(key, by)
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.ctx.publish(channel, message);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the

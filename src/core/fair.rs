@@ -18,6 +18,7 @@
 use super::reentrant::{self, Acquired};
 use super::{latch_check, latch_record, Latch, Reply, Result, Store};
 use crate::names;
+use std::collections::{HashMap, HashSet};
 
 /// The derived keys of a fair lock.
 struct Keys {
@@ -152,9 +153,8 @@ pub fn cancel<S: Store>(s: &mut S, key: &[u8], owner: &[u8], wait: i64) -> Resul
     let k = keys(s, key)?;
     let queue = s.list_all(&k.queue)?;
     if let Some(i) = queue.iter().position(|w| w == owner) {
-        for behind in &queue[i + 1..] {
-            s.zset_incr(&k.deadlines, behind, -(wait as f64));
-        }
+        let behind: Vec<(Vec<u8>, f64)> = queue[i + 1..].iter().map(|w| (w.clone(), -(wait as f64))).collect();
+        s.zset_incr_many(&k.deadlines, &behind);
     }
     let had_deadline = s.zset_rem(&k.deadlines, owner);
     let was_queued = s.list_remove(&k.queue, owner) > 0;
@@ -183,25 +183,37 @@ pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
 /// connected, they are alive, whatever their deadline says. Each parked waiter whose deadline
 /// is less than `ahead_ms` away is moved to `ahead_ms + wait` from now, and everyone queued
 /// after it by the same amount, so deadlines stay in queue order.
+///
+/// One walk down the queue with a running shift, and one bulk write: this runs from a timer
+/// over queues of any length, and a stall here would outlast the very deadlines it keeps.
 pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahead_ms: i64) -> Result<()> {
     let k = keys(s, key)?;
     let queue = s.list_all(&k.queue)?;
     let now = s.now();
+    let mut waits: HashMap<&[u8], i64> = HashMap::with_capacity(parked.len());
     for &(owner, wait) in parked {
-        let Some(pos) = queue.iter().position(|w| w == owner) else { continue };
-        let Some(deadline) = s.zset_score(&k.deadlines, owner)? else { continue };
-        if deadline >= (now + ahead_ms) as f64 {
+        waits.entry(owner).or_insert(wait);
+    }
+    let mut seen: HashSet<&[u8]> = HashSet::with_capacity(queue.len());
+    let mut shift = 0.0;
+    let mut moves = Vec::new();
+    for w in &queue {
+        // A name queued twice moves once, with its first place.
+        if !seen.insert(w.as_slice()) {
             continue;
         }
-        let delta = (now + ahead_ms + wait) as f64 - deadline;
-        let mut moved: Vec<&[u8]> = Vec::new();
-        for w in &queue[pos..] {
-            if !moved.contains(&w.as_slice()) && s.zset_score(&k.deadlines, w)?.is_some() {
-                s.zset_incr(&k.deadlines, w, delta);
-                moved.push(w);
+        let Some(deadline) = s.zset_score(&k.deadlines, w)? else { continue };
+        if let Some(&wait) = waits.get(w.as_slice()) {
+            let moved = deadline + shift;
+            if moved < (now + ahead_ms) as f64 {
+                shift += (now + ahead_ms + wait) as f64 - moved;
             }
         }
+        if shift != 0.0 {
+            moves.push((w.clone(), shift));
+        }
     }
+    s.zset_incr_many(&k.deadlines, &moves);
     Ok(())
 }
 

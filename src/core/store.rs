@@ -83,6 +83,13 @@ pub trait Store {
     /// Adds `by` to every member's score: Redisson's `ZINCRBY` loop over `ZRANGE key 0 -1`,
     /// done in one pass.
     fn zset_shift_all(&mut self, key: &[u8], by: f64);
+    /// `ZINCRBY key by member` for each (member, by), in order: Redisson's loops over part
+    /// of a queue. A store should do it in one pass and propagate one command.
+    fn zset_incr_many(&mut self, key: &[u8], by: &[(Vec<u8>, f64)]) {
+        for (member, d) in by {
+            self.zset_incr(key, member, *d);
+        }
+    }
 
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.

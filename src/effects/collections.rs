@@ -174,4 +174,32 @@ impl RedisStore<'_> {
             self.ctx.replicate(c"ZADD", &args);
         }
     }
+
+    pub(super) fn zset_incr_many_(&mut self, key: &[u8], by: &[(Vec<u8>, f64)]) {
+        if by.is_empty() {
+            return;
+        }
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if !matches!(k.key.kind(), KeyKind::Empty | KeyKind::Zset) {
+            return;
+        }
+        let mut texts = Vec::with_capacity(by.len());
+        for (m, d) in by {
+            let member = self.ctx.string(m);
+            let score = k.key.zset_score(member.as_ref()).unwrap_or(0.0) + d;
+            k.key.zset_add(score, member.as_ref());
+            // One event per member, as Redisson's loop of ZINCRBY fires.
+            self.ctx.notify(ZSET, c"zincr", k.name.raw());
+            texts.push(score_text(score));
+        }
+        // One ZADD with the absolute results: a replica ends up with the same scores.
+        let mut args = Vec::with_capacity(1 + 2 * by.len());
+        args.push(Arg::B(key));
+        for ((m, _), text) in by.iter().zip(&texts) {
+            args.push(Arg::B(text.as_bytes()));
+            args.push(Arg::B(m));
+        }
+        self.ctx.replicate(c"ZADD", &args);
+    }
 }
