@@ -185,3 +185,25 @@ fn keep_alive_moves_a_parked_waiter_and_those_behind_it_only() {
     assert_eq!(zset(&mut s), shifted);
     assert_eq!(zset(&mut s)[0].1, now + 500 + WAIT);
 }
+
+#[test]
+fn keep_alive_of_two_parked_waiters_moves_each_only_as_far_as_it_needs_in_queue_order() {
+    // a, b, c queued with a 100 ms wait each: deadlines D, D + 100, D + 200.
+    let mut s = MemoryStore::at(T0);
+    acquire(&mut s, b"fairLock", b"h", LEASE, 100, IfRefused::Queue).expect("h");
+    for w in ["a", "b", "c"] {
+        acquire(&mut s, b"fairLock", w.as_bytes(), LEASE, 100, IfRefused::Queue).expect("queue");
+    }
+    let d = T0 + LEASE + 100;
+    s.advance(LEASE - 50);
+    // Both a and b are parked and due; c is not parked. Listed out of queue order on purpose.
+    keep_alive(&mut s, b"fairLock", &[(b"b", 100), (b"a", 100)], 300).expect("keep alive");
+    let now = s.now;
+    // a moves to now + 300 + 100; b, behind it, moves with it and is then far enough ahead.
+    let shift = now + 400 - d;
+    assert_eq!(zset(&mut s), pairs(&[("a", d + shift), ("b", d + 100 + shift), ("c", d + 200 + shift)]));
+    // Nothing is due any more: a second pass writes nothing.
+    let before = zset(&mut s);
+    keep_alive(&mut s, b"fairLock", &[(b"b", 100), (b"a", 100)], 300).expect("keep alive");
+    assert_eq!(zset(&mut s), before);
+}
