@@ -250,6 +250,15 @@ impl Store for RedisStore<'_> {
         next
     }
 
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let Some(k) = self.typed(key, KeyKind::List)? else { return Ok(Vec::new()) };
+        Ok((0..k.key.len() as i64).filter_map(|i| k.key.list_get(i)).map(|v| v.bytes().to_vec()).collect())
+    }
+
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>> {
+        Ok(self.typed(key, KeyKind::Zset)?.map_or_else(Vec::new, |k| k.key.zset_all()))
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.ctx.publish(channel, message);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the

@@ -18,7 +18,7 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::command_fn;
-    use crate::commands::{lock, rwlock};
+    use crate::commands::{info, lock, rwlock};
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -34,6 +34,8 @@ mod module {
             (c"RWLOCK.UNLOCK", command_fn!(rwlock::rwlock_unlock), c"write"),
             // O(the owner's read holds).
             (c"RWLOCK.RENEW", command_fn!(rwlock::rwlock_renew), c"write"),
+            // O(holders + waiters): not `fast`. Read-only, so it runs on a replica.
+            (c"LOCK.INFO", command_fn!(info::lock_info), c"readonly"),
             (c"RWLOCK.FORCEUNLOCK", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
         ]
     }

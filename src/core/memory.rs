@@ -173,6 +173,26 @@ impl Store for MemoryStore {
         n
     }
 
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match self.value(key) {
+            None => Ok(Vec::new()),
+            Some(Value::List(l)) => Ok(l.clone()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>> {
+        match self.value(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Zset(z)) => {
+                let mut v: Vec<_> = z.iter().map(|(m, s)| (m.clone(), *s)).collect();
+                v.sort_by(|a, b| a.1.total_cmp(&b.1));
+                Ok(v)
+            }
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
     }

@@ -6,6 +6,7 @@
 //! first write, so an error (`WRONGTYPE`, a corrupt hold count) leaves the keyspace unchanged.
 
 pub mod error;
+pub mod info;
 pub mod reentrant;
 pub mod rwlock;
 pub mod store;

@@ -55,6 +55,12 @@ pub trait Store {
     /// `INCR` of a counter known to be a string holding an integer (or absent).
     fn incr(&mut self, key: &[u8]) -> i64;
 
+    // -- list and zset (read only: LOCK.INFO shows the fair queue) -------------------------------
+    /// `LRANGE key 0 -1`; `WrongType` if the key is not a list.
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// `ZRANGE key 0 -1 WITHSCORES`; `WrongType` if the key is not a zset.
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>>;
+
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.
     fn publish(&mut self, channel: &[u8], message: &[u8]);
