@@ -42,6 +42,7 @@ macro_rules! api {
 
 // Declared after `api!` so the macro is in scope there.
 pub mod events;
+pub mod metadata;
 pub mod server;
 
 #[cold]

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod core;
 pub mod effects;
 pub mod ffi;
+pub mod metadata;
 pub mod names;
 pub mod stats;
 
@@ -58,6 +59,14 @@ mod module {
         for (name, f, flags) in command_table() {
             if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
                 ctx.log_warning(&format!("lockmod: could not register {name:?}"));
+                return Status::Err;
+            }
+        }
+        // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
+        // only where the command exists.
+        for meta in crate::metadata::COMMANDS {
+            if !ffi::metadata::apply(ctx, meta) {
+                ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
                 return Status::Err;
             }
         }
