@@ -80,8 +80,9 @@ fn key_flags(access: KeyAccess) -> u64 {
     use raw::*;
     let f = match access {
         KeyAccess::Read => REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS,
-        KeyAccess::Acquire => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE | REDISMODULE_CMD_KEY_INSERT,
-        KeyAccess::Release => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE | REDISMODULE_CMD_KEY_DELETE,
+        // INSERT, UPDATE and DELETE are mutually exclusive: each names the command's main effect.
+        KeyAccess::Acquire => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT,
+        KeyAccess::Release => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_DELETE,
         KeyAccess::Update => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE,
         KeyAccess::Delete => REDISMODULE_CMD_KEY_RM | REDISMODULE_CMD_KEY_DELETE,
     };
