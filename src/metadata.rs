@@ -66,8 +66,7 @@ const KEY: Arg = arg("key", ArgKind::Key);
 const OWNER: Arg = arg("owner", ArgKind::String);
 const LEASE: Arg = arg("lease", ArgKind::Integer);
 const WAIT: Arg = arg("wait", ArgKind::Integer);
-const BLOCK: Arg =
-    Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
+const BLOCK: Arg = Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
 const TOKEN: Arg = Arg { name: "token", kind: ArgKind::PureToken, token: Some("TOKEN"), optional: true, subargs: &[] };
 const NOQUEUE: Arg =
     Arg { name: "noqueue", kind: ArgKind::PureToken, token: Some("NOQUEUE"), optional: true, subargs: &[] };

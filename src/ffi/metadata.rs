@@ -135,4 +135,3 @@ pub fn apply(ctx: &redis_module::Context, cmd: &Command) -> bool {
     drop(built);
     true
 }
-
