@@ -5,6 +5,7 @@
 
 pub mod blocking;
 pub mod commands;
+pub mod config;
 pub mod core;
 pub mod effects;
 pub mod ffi;
@@ -50,6 +51,10 @@ mod module {
         install_panic_hook();
         if !ffi::server::register(ctx) {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
+            return Status::Err;
+        }
+        if !ffi::config::register(ctx) {
+            ctx.log_warning("lockmod: could not register or load the module configs");
             return Status::Err;
         }
         if !ffi::events::subscribe(ctx) {
