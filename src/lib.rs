@@ -24,21 +24,23 @@ mod module {
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
+    /// Names are lowercase, as Redis' own: the metadata sets each command's arity, so Redis
+    /// checks it first and names the command in its error as registered.
     fn command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
         vec![
-            (c"LOCK.ACQUIRE", command_fn!(lock::lock_acquire), c"write deny-oom fast"),
-            (c"LOCK.UNLOCK", command_fn!(lock::lock_unlock), c"write fast"),
-            (c"LOCK.RENEW", command_fn!(lock::lock_renew), c"write fast"),
-            (c"LOCK.FORCEUNLOCK", command_fn!(lock::lock_forceunlock), c"write fast"),
-            (c"RWLOCK.RLOCK", command_fn!(rwlock::rwlock_rlock), c"write deny-oom fast"),
-            (c"RWLOCK.WLOCK", command_fn!(rwlock::rwlock_wlock), c"write deny-oom fast"),
+            (c"lock.acquire", command_fn!(lock::lock_acquire), c"write deny-oom fast"),
+            (c"lock.unlock", command_fn!(lock::lock_unlock), c"write fast"),
+            (c"lock.renew", command_fn!(lock::lock_renew), c"write fast"),
+            (c"lock.forceunlock", command_fn!(lock::lock_forceunlock), c"write fast"),
+            (c"rwlock.rlock", command_fn!(rwlock::rwlock_rlock), c"write deny-oom fast"),
+            (c"rwlock.wlock", command_fn!(rwlock::rwlock_wlock), c"write deny-oom fast"),
             // O(read holds): the largest remaining lease over them (indexed, built once).
-            (c"RWLOCK.UNLOCK", command_fn!(rwlock::rwlock_unlock), c"write"),
+            (c"rwlock.unlock", command_fn!(rwlock::rwlock_unlock), c"write"),
             // O(the owner's read holds).
-            (c"RWLOCK.RENEW", command_fn!(rwlock::rwlock_renew), c"write"),
+            (c"rwlock.renew", command_fn!(rwlock::rwlock_renew), c"write"),
             // O(holders + waiters): not `fast`. Read-only, so it runs on a replica.
-            (c"LOCK.INFO", command_fn!(info::lock_info), c"readonly"),
-            (c"RWLOCK.FORCEUNLOCK", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
+            (c"lock.info", command_fn!(info::lock_info), c"readonly"),
+            (c"rwlock.forceunlock", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
         ]
     }
 

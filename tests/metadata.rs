@@ -29,6 +29,8 @@ fn get(v: &Value, name: &str) -> Value {
 fn module_commands(c: &mut redis::Connection) -> Vec<String> {
     let mut names: Vec<String> =
         redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("MODULE").arg("lockmod").query(c).expect("LIST");
+    // Registered in lowercase, as Redis' own commands.
+    names.iter_mut().for_each(|n| *n = n.to_uppercase());
     names.sort();
     names
 }
