@@ -128,6 +128,8 @@ struct Waiter {
     client: u64,
     bc: BlockedClient,
     req: Request,
+    /// When it parked (ms), for `LOCK.INFO`.
+    since: i64,
 }
 
 #[derive(Default)]
@@ -161,7 +163,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req }));
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
     arm_expiry(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
@@ -172,6 +174,22 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
     with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+}
+
+/// The clients parked on `key` in `db`, in arrival order, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
+    let now = Ctx::now_ms();
+    let id = (db, key.to_vec());
+    let list = |w: &Waiter| {
+        let (request, owner) = match &w.req {
+            Request::Lock { owner, .. } => ("lock", owner),
+            Request::Read { owner, .. } => ("read", owner),
+            Request::Write { owner, .. } => ("write", owner),
+            Request::Fair { owner, .. } => ("fair", owner),
+        };
+        crate::core::info::Parked { client: w.client, request, owner: owner.clone(), waited_ms: now - w.since }
+    };
+    with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every

@@ -41,7 +41,9 @@ macro_rules! api {
 }
 
 // Declared after `api!` so the macro is in scope there.
+pub mod config;
 pub mod events;
+pub mod metadata;
 pub mod server;
 
 #[cold]
@@ -362,6 +364,18 @@ impl Ctx {
         unsafe { api!(RedisModule_PublishMessage)(self.0, c.ptr, m.ptr) };
     }
 
+    /// Publishes to shard subscribers (`SPUBLISH`); false, publishing nothing, on a server
+    /// without the API (it is in every Redis 7.0).
+    pub fn publish_shard(&self, channel: &[u8], message: &[u8]) -> bool {
+        // SAFETY: read-only access to a pointer Redis wrote during RedisModule_Init.
+        let Some(f) = (unsafe { raw::RedisModule_PublishMessageShard }) else { return false };
+        let c = self.string(channel);
+        let m = self.string(message);
+        // SAFETY: live context and strings.
+        unsafe { f(self.0, c.ptr, m.ptr) };
+        true
+    }
+
     /// Appends `cmd args...` to the replication stream and the AOF.
     pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
         let mut ints: [itoa_buf::Buf; 8] = Default::default();
@@ -425,6 +439,17 @@ impl Ctx {
             .collect();
         let mut raws: Vec<RawStr> = owned.iter().map(|s| s.ptr).collect();
         // SAFETY: "v" consumes (RedisModuleString **, size_t); Redis retains what it keeps.
+        unsafe {
+            api!(RedisModule_Replicate)(self.0, cmd.as_ptr(), c"v".as_ptr(), raws.as_mut_ptr(), raws.len());
+        }
+    }
+
+    /// `replicate` with every argument already a module string (the O(N) paths that have
+    /// them at hand: no copy per argument).
+    pub fn replicate_strs(&self, cmd: &CStr, args: &[StrRef]) {
+        let mut raws: Vec<RawStr> = args.iter().map(|s| s.ptr).collect();
+        // SAFETY: "v" consumes (RedisModuleString **, size_t) of live strings (each `StrRef` is
+        // alive for the call); Redis retains what it keeps.
         unsafe {
             api!(RedisModule_Replicate)(self.0, cmd.as_ptr(), c"v".as_ptr(), raws.as_mut_ptr(), raws.len());
         }
@@ -740,12 +765,18 @@ impl Key {
 
     /// Every (member, score) of a zset, lowest score first.
     pub fn zset_all(&self) -> Vec<(Vec<u8>, f64)> {
+        self.zset_entries().into_iter().map(|(m, score)| (m.bytes().to_vec(), score)).collect()
+    }
+
+    /// Every (member, score) of a zset as module strings, lowest score first.
+    pub fn zset_entries(&self) -> Vec<(RStr, f64)> {
         let mut out = Vec::new();
         if self.ptr.is_null() || self.kind() != KeyKind::Zset {
             return out;
         }
-        // SAFETY: a full-range iterator, stopped before returning; elements are copied out and
-        // freed as we go. The key is not modified while the iterator is open.
+        // SAFETY: a full-range iterator, stopped before returning; each element is a new
+        // string we own (an `RStr`, freed on drop). The key is not modified while the iterator
+        // is open.
         unsafe {
             if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, f64::NEG_INFINITY, f64::INFINITY, 0, 0) != OK {
                 return out;
@@ -756,8 +787,7 @@ impl Key {
                 if m.is_null() {
                     break;
                 }
-                let m = RStr { ctx: self.ctx, ptr: m };
-                out.push((m.bytes().to_vec(), score));
+                out.push((RStr { ctx: self.ctx, ptr: m }, score));
                 if api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
                     break;
                 }

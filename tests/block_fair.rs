@@ -134,7 +134,6 @@ fn killed_or_dropped_parked_waiters_leave_no_queue_entry() {
         let mut raw = std::net::TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
         raw.write_all(b"FAIRLOCK.ACQUIRE doc dropped 30000 60000 BLOCK 0\r\n").expect("write");
         wait_blocked(&mut c, 2);
-        // Read while the socket is open: once it closes, "dropped" may leave at any moment.
         assert_eq!(queue(&mut c), ["killed", "dropped"]);
     } // socket closed here
     ok(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);

@@ -194,6 +194,8 @@ pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahea
     for &(owner, wait) in parked {
         waits.entry(owner).or_insert(wait);
     }
+    let all = s.zset_all(&k.deadlines)?;
+    let deadlines: HashMap<&[u8], f64> = all.iter().map(|(m, d)| (m.as_slice(), *d)).collect();
     let mut seen: HashSet<&[u8]> = HashSet::with_capacity(queue.len());
     let mut shift = 0.0;
     let mut moves = Vec::new();
@@ -202,7 +204,7 @@ pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahea
         if !seen.insert(w.as_slice()) {
             continue;
         }
-        let Some(deadline) = s.zset_score(&k.deadlines, w)? else { continue };
+        let Some(&deadline) = deadlines.get(w.as_slice()) else { continue };
         if let Some(&wait) = waits.get(w.as_slice()) {
             let moved = deadline + shift;
             if moved < (now + ahead_ms) as f64 {

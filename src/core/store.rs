@@ -90,6 +90,8 @@ pub trait Store {
             self.zset_incr(key, member, *d);
         }
     }
+    /// `ZRANGE key 0 -1 WITHSCORES`, lowest score first.
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>>;
 
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.
