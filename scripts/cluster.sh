@@ -2,7 +2,7 @@
 # A local Redis Cluster to try the module on: 3 primaries with one replica each, on free
 # 127.0.0.1 ports, the module loaded on every node.
 #
-#   scripts/cluster.sh start  [--module PATH] [--dir DIR]   prints the ports, primaries first
+#   scripts/cluster.sh start  [--module PATH] [--dir DIR]   prints the six ports
 #   scripts/cluster.sh status [--dir DIR]                   CLUSTER NODES of the first node
 #   scripts/cluster.sh stop   [--dir DIR]                   kills exactly its pids, removes DIR
 #
@@ -58,6 +58,30 @@ stop() {
   rm -rf "$dir"
 }
 
+# Starts one node on a free port and waits for its PING; another process may take the port
+# between the check and the bind, so a node that exits at once is retried on a new port.
+start_node() {
+  local p pid
+  for _ in 1 2 3 4 5; do
+    p=$(pick_port)
+    mkdir -p "$dir/$p"
+    "$server" --port "$p" --bind 127.0.0.1 --daemonize no --save "" --appendonly no \
+      --cluster-enabled yes --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 2000 \
+      --enable-debug-command yes --enable-module-command yes \
+      --dir "$dir/$p" --logfile "$dir/$p/server.log" --loadmodule "$module" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 1 200); do
+      kill -0 "$pid" 2>/dev/null || break
+      [ "$("$cli" -p "$p" PING 2>/dev/null)" = PONG ] && { echo "$p" >>"$dir/ports"; echo "$pid" >>"$dir/pids"; return 0; }
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+    echo "cluster.sh: node on $p did not start: $(tail -2 "$dir/$p/server.log")" >&2
+    rm -rf "${dir:?}/$p"
+  done
+  return 1
+}
+
 start() {
   [ -n "$server" ] || { echo "cluster.sh: ${SERVER:-redis} server not installed (scripts/install-deps.sh)" >&2; exit 1; }
   [ -n "$cli" ] || { echo "cluster.sh: redis-cli not installed (scripts/install-deps.sh)" >&2; exit 1; }
@@ -68,23 +92,7 @@ start() {
   : >"$dir/pids"
   # On any failure below, leave nothing running.
   trap 'stop; exit 1' ERR
-  for i in 1 2 3 4 5 6; do
-    p=$(pick_port)
-    echo "$p" >>"$dir/ports"
-    mkdir -p "$dir/$p"
-    "$server" --port "$p" --bind 127.0.0.1 --daemonize no --save "" --appendonly no \
-      --cluster-enabled yes --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 2000 \
-      --enable-debug-command yes --enable-module-command yes \
-      --dir "$dir/$p" --logfile "$dir/$p/server.log" --loadmodule "$module" >/dev/null 2>&1 &
-    echo $! >>"$dir/pids"
-  done
-  for p in $(cat "$dir/ports"); do
-    for _ in $(seq 1 200); do
-      [ "$("$cli" -p "$p" PING 2>/dev/null)" = PONG ] && break
-      sleep 0.05
-    done
-    [ "$("$cli" -p "$p" PING 2>/dev/null)" = PONG ] || { echo "cluster.sh: node $p did not start: $(tail -5 "$dir/$p/server.log")" >&2; false; }
-  done
+  for _ in 1 2 3 4 5 6; do start_node; done
   nodes=()
   for p in $(cat "$dir/ports"); do nodes+=("127.0.0.1:$p"); done
   "$cli" --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 ||
@@ -99,8 +107,8 @@ start() {
   # Every node must also know every other node's role before clients rely on CLUSTER SLOTS.
   for p in $(cat "$dir/ports"); do
     for _ in $(seq 1 400); do
-      [ "$("$cli" -p "$p" CLUSTER NODES | grep -c 'connected')" -ge 6 ] &&
-        [ "$("$cli" -p "$p" CLUSTER NODES | grep -c ' slave ')" -ge 3 ] && break
+      [ "$("$cli" -p "$p" CLUSTER NODES | grep -c ' connected')" -ge 6 ] &&
+        [ "$("$cli" -p "$p" CLUSTER NODES | grep -c 'slave')" -ge 3 ] && break
       sleep 0.05
     done
   done

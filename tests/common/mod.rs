@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod diff;
 pub mod names;
 
@@ -191,7 +192,7 @@ impl Server {
 
     /// Starts a subscriber on every channel (`PSUBSCRIBE *`).
     pub fn subscriber(&self) -> Subscriber {
-        Subscriber::start(self)
+        Subscriber::start(self.conn())
     }
 
     /// Starts a replica of this server (module loaded) and waits until it is in sync.
@@ -300,10 +301,10 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
-    fn start(server: &Server) -> Subscriber {
+    /// A subscriber (`PSUBSCRIBE *`) on this connection, e.g. to one cluster node.
+    pub fn start(mut con: redis::Connection) -> Subscriber {
         let messages = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let mut con = server.conn();
         let ready = Arc::new(AtomicBool::new(false));
         let (m, s, r) = (messages.clone(), stop.clone(), ready.clone());
         let thread = std::thread::spawn(move || {
