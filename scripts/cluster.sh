@@ -112,6 +112,15 @@ start() {
       sleep 0.05
     done
   done
+  # Replicas in sync, so that a first WAIT or failover does not wait for the initial full sync.
+  for p in $(cat "$dir/ports"); do
+    for _ in $(seq 1 400); do
+      info=$("$cli" -p "$p" INFO replication)
+      echo "$info" | grep -q '^role:master' && break
+      echo "$info" | grep -q '^master_link_status:up' && break
+      sleep 0.05
+    done
+  done
   trap - ERR
   cat "$dir/ports"
 }

@@ -50,8 +50,10 @@ fn seed(cluster: &Cluster) -> (Node, Node, BTreeMap<String, (String, i64)>) {
     ok(&mut c, &["RWLOCK.RLOCK", RW, "r2:1", "40000"]);
     ok(&mut c, &["LOCK.ACQUIRE", SHORT, "w1:1", "3000"]);
     // Replication is asynchronous: WAIT is how a client makes sure a grant survives failover.
+    let waited = Instant::now();
     let n: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).expect("WAIT");
     assert_eq!(n, 1, "the replica acknowledged");
+    eprintln!("WAIT took {:?}", waited.elapsed());
     let before = snapshot(&mut c);
     assert_eq!(before.len(), 7, "four locks, a token counter, two read holds: {before:?}");
     (primary, replica, before)
