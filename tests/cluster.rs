@@ -156,7 +156,15 @@ fn every_key_and_channel_a_random_workload_creates_is_in_the_lock_keys_slot() {
         let rw = if i % 2 == 0 { format!("{name}-rw") } else { format!("{name}:rw") };
         let mut ops: Vec<Vec<String>> = vec![
             vec!["LOCK.ACQUIRE".into(), lock.clone(), "a".into(), "60000".into(), "TOKEN".into()],
-            vec!["LOCK.UNLOCK".into(), lock.clone(), "a".into(), "60000".into(), "LATCH".into(), "r0".into(), "60000".into()],
+            vec![
+                "LOCK.UNLOCK".into(),
+                lock.clone(),
+                "a".into(),
+                "60000".into(),
+                "LATCH".into(),
+                "r0".into(),
+                "60000".into(),
+            ],
             vec!["RWLOCK.RLOCK".into(), rw.clone(), "a".into(), "60000".into()],
             vec!["RWLOCK.RLOCK".into(), rw.clone(), "b".into(), "60000".into()],
         ];

@@ -129,11 +129,13 @@ fn a_client_blocked_on_a_demoted_primary_gets_an_error_and_no_grant() {
     ok(&mut cluster.conn(replica.port), &["CLUSTER", "FAILOVER"]);
     let (reply, at) = parked.join().expect("waiter thread");
     let err = reply.expect_err("an error, never a grant");
+    eprintln!("the parked client got: {err}");
     assert!(err.starts_with("UNBLOCKED") || err.starts_with("MOVED"), "{err}");
     assert!(at - failover < Duration::from_secs(10), "promptly");
     cluster.wait_primary(replica.port, Duration::from_secs(15));
     let mut c = cluster.conn(replica.port);
     assert_eq!(hgetall(&mut c, LOCK), map(&[("w1:1", "2")]), "the holder still holds it");
     let mut old = cluster.conn(primary.port);
+    ok(&mut old, &["READONLY"]);
     assert_eq!(hgetall(&mut old, LOCK), map(&[("w1:1", "2")]), "nothing was granted on the demoted node");
 }

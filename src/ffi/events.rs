@@ -105,7 +105,9 @@ impl Ctx {
 
 /// Subscribes to what can free a lock behind the module's back: keyspace events (`del`,
 /// `expired`, `evicted`, hash and list changes by any client, Redisson's Lua included) and
-/// FLUSHALL/FLUSHDB.
+/// FLUSHALL/FLUSHDB; and replication role changes, because a primary demoted to a replica must
+/// release its parked clients (Valkey leaves module-blocked clients parked on a demotion in
+/// cluster mode; Redis 7.0 unblocks them itself, and then nothing is left for us).
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
     let types = raw::REDISMODULE_NOTIFY_GENERIC
         | raw::REDISMODULE_NOTIFY_EXPIRED
@@ -114,10 +116,12 @@ pub fn subscribe(ctx: &redis_module::Context) -> bool {
         | raw::REDISMODULE_NOTIFY_LIST
         | raw::REDISMODULE_NOTIFY_ZSET;
     let flush = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
+    let role = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, dataver: 1 };
     // SAFETY: OnLoad context; the callbacks have the signatures Redis expects.
     unsafe {
         api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.ctx, types as c_int, Some(on_keyspace_event)) == OK
             && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, flush, Some(on_flush)) == OK
+            && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, role, Some(on_role_change)) == OK
     }
 }
 
@@ -185,5 +189,12 @@ extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, 
     if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
         let ctx = Ctx(ctx);
         guarded("a flush event", (), || blocking::on_flush(&ctx));
+    }
+}
+
+extern "C" fn on_role_change(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
+    if subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
+        let ctx = Ctx(ctx);
+        guarded("a role change", (), || blocking::on_demoted(&ctx));
     }
 }
