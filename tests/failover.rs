@@ -139,3 +139,18 @@ fn a_client_blocked_on_a_demoted_primary_gets_an_error_and_no_grant() {
     ok(&mut old, &["READONLY"]);
     assert_eq!(hgetall(&mut old, LOCK), map(&[("w1:1", "2")]), "nothing was granted on the demoted node");
 }
+
+#[test]
+fn a_client_blocked_on_a_standalone_primary_made_a_replica_gets_an_error() {
+    let s = Server::start();
+    let other = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "holder", "60000"]);
+    let mut waiter = s.conn();
+    let parked = std::thread::spawn(move || call(&mut waiter, &["LOCK.ACQUIRE", "k", "waiter", "60000", "BLOCK", "0"]));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!parked.is_finished(), "the waiter is parked");
+    ok(&mut c, &["REPLICAOF", "127.0.0.1", &other.port.to_string()]);
+    let err = parked.join().expect("waiter thread").expect_err("an error, never a grant");
+    assert!(err.starts_with("UNBLOCKED"), "{err}");
+}
