@@ -15,6 +15,8 @@
 //! - lease expiry: a timer at the lock's absolute expiry, since Redis' own lazy or active
 //!   expiry may come much later.
 //!
+//! Fair-lock waiters keep their place in the lock's queue while parked (`fair_waiters`).
+//!
 //! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 
@@ -22,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
 use crate::core::reentrant::{self, Acquired};
-use crate::core::rwlock;
+use crate::core::{fair, rwlock};
 use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::events::{BlockedClient, TimerId};
@@ -38,6 +40,8 @@ pub enum Request {
     Read { owner: Vec<u8>, lease: i64 },
     /// `RWLOCK.WLOCK`.
     Write { owner: Vec<u8>, lease: i64 },
+    /// `FAIRLOCK.ACQUIRE`.
+    Fair { owner: Vec<u8>, lease: i64, wait: i64, noqueue: bool },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -62,6 +66,11 @@ pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Atte
         }
         Request::Write { owner, lease } => {
             let outcome = rwlock::write_lock(store, key, owner, *lease)?;
+            (outcome, outcome.reply())
+        }
+        Request::Fair { owner, lease, wait, noqueue } => {
+            let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
+            let outcome = fair::acquire(store, key, owner, *lease, *wait, if_refused)?;
             (outcome, outcome.reply())
         }
     };
@@ -98,12 +107,18 @@ pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], req: Request, block: Option<i
     }
 }
 
+mod fair_waiters;
+
 /// Why a timer was armed.
 pub enum TimerData {
     /// Serve every lock in `pending`.
     Pending,
     /// The lease of a lock with parked clients runs out now.
     Expiry { db: i32, key: Vec<u8> },
+    /// Keep parked fair waiters' queue places alive, and serve their locks.
+    FairTick,
+    /// Take fair waiters that gave up out of their queues.
+    FairCancels,
 }
 
 /// A lock: its database and key.
@@ -113,6 +128,8 @@ struct Waiter {
     client: u64,
     bc: BlockedClient,
     req: Request,
+    /// When it parked (ms), for `LOCK.INFO`.
+    since: i64,
 }
 
 #[derive(Default)]
@@ -121,6 +138,7 @@ struct Registry {
     pending: Vec<LockId>,
     pending_timer: Option<TimerId>,
     expiry_timers: HashMap<LockId, (TimerId, i64)>,
+    fair_tick: Option<TimerId>,
 }
 
 thread_local! {
@@ -144,14 +162,34 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req }));
+    let fair = matches!(req, Request::Fair { .. });
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
     arm_expiry(ctx, &id);
+    if fair {
+        fair_waiters::parked(ctx, &id);
+    }
     Err(LockError::Blocked)
 }
 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
     with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+}
+
+/// The clients parked on `key` in `db`, in arrival order, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
+    let now = Ctx::now_ms();
+    let id = (db, key.to_vec());
+    let list = |w: &Waiter| {
+        let (request, owner) = match &w.req {
+            Request::Lock { owner, .. } => ("lock", owner),
+            Request::Read { owner, .. } => ("read", owner),
+            Request::Write { owner, .. } => ("write", owner),
+            Request::Fair { owner, .. } => ("fair", owner),
+        };
+        crate::core::info::Parked { client: w.client, request, owner: owner.clone(), waited_ms: now - w.since }
+    };
+    with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -169,20 +207,27 @@ pub fn serve_now(ctx: &Ctx) {
     }
 }
 
-/// Grants `id` to its parked clients, in order, while they can have it.
+/// Grants `id` to its parked clients, in order, while they can have it. A refused fair waiter
+/// does not stop the walk: the lock's own queue decides who is first, and a parked waiter may
+/// stand anywhere in it (Redisson clients queue too).
 fn serve(ctx: &Ctx, id: &LockId) {
     let args = Args::empty();
-    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
+    let mut i = 0;
+    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten() {
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         let outcome = attempt(&mut store, &id.1, &req);
         drop(store);
         let reply = match outcome {
+            Ok(Attempt::Refused(_)) if matches!(req, Request::Fair { .. }) => {
+                i += 1;
+                continue;
+            }
             Ok(Attempt::Refused(_)) => break,
             Ok(Attempt::Granted(reply)) => reply,
             // The key changed type under the waiter: it gets the error the command would give.
             Err(e) => Reply::Error(e.to_string()),
         };
-        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(VecDeque::pop_front)).flatten() {
+        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
             stats::HANDOFFS.inc();
             w.bc.unblock(Some(reply));
         }
@@ -263,6 +308,8 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
             with(|r| r.expiry_timers.remove(&id));
             vec![id]
         }
+        TimerData::FairTick => return fair_waiters::tick(ctx),
+        TimerData::FairCancels => return fair_waiters::run_cancels(ctx),
     };
     for id in due {
         if ctx.select_db(id.0) {
@@ -279,9 +326,13 @@ pub fn on_keyspace_event(ctx: &Ctx, event: &[u8], key: &[u8]) {
     if with(|r| r.locks.is_empty()).unwrap_or(true) {
         return;
     }
-    let id = (db, key.to_vec());
-    if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
-        schedule(ctx, id);
+    // A change to a fair lock's queue (a Redisson waiter leaving it) may put a parked waiter
+    // first in line.
+    for lock in std::iter::once(Some(key.to_vec())).chain(fair_waiters::locks_of_queue(key)).flatten() {
+        let id = (db, lock);
+        if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
+            schedule(ctx, id);
+        }
     }
 }
 
@@ -313,11 +364,15 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
     stats::TIMEOUTS.inc();
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let reply = match attempt(&mut store, &id.1, &w.req) {
-        Ok(Attempt::Granted(r)) | Ok(Attempt::Refused(r)) => r,
-        Err(e) => Reply::Error(e.to_string()),
+    let (reply, granted) = match attempt(&mut store, &id.1, &w.req) {
+        Ok(Attempt::Granted(r)) => (r, true),
+        Ok(Attempt::Refused(r)) => (r, false),
+        Err(e) => (Reply::Error(e.to_string()), false),
     };
     drop(store);
+    if !granted {
+        fair_waiters::gave_up(ctx, &id, &w.req);
+    }
     w.bc.unblock(None);
     arm_expiry(ctx, &id);
     reply
@@ -327,6 +382,7 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
     if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
         stats::DISCONNECTS.inc();
+        fair_waiters::gave_up(ctx, &id, &w.req);
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
     }

@@ -7,25 +7,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::parked::wait_blocked;
 use common::*;
-
-/// Waits until the server reports `n` blocked clients.
-fn wait_blocked(c: &mut redis::Connection, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let info: String = redis::cmd("INFO").arg("clients").query(c).expect("INFO");
-        let now = info
-            .lines()
-            .find_map(|l| l.strip_prefix("blocked_clients:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
-        if now == n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "blocked_clients stayed {now}, wanted {n}");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Starts `LOCK.ACQUIRE key owner lease BLOCK ms` on its own connection; the handle returns
 /// the reply and when it arrived.
@@ -282,4 +265,21 @@ fn thirty_two_blocking_clients_never_overlap() {
     assert_eq!(ok(&mut c, &["GET", "counter"]), Value::BulkString(b"6400".to_vec()));
     assert_eq!(counter.load(Ordering::SeqCst), 6400);
     wait_blocked(&mut c, 0);
+}
+
+/// SWAPDB replaces a whole database at once, without per-key events: a parked client whose
+/// lock is free in the database swapped in is served.
+#[test]
+fn a_parked_client_is_served_after_swapdb_frees_its_lock() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "30000"]);
+    let w = park(&s, "k", "b", "30000", "5000");
+    wait_blocked(&mut c, 1);
+    let swapped = Instant::now();
+    ok(&mut c, &["SWAPDB", "0", "1"]);
+    let (reply, at) = w.join().expect("thread");
+    assert_eq!(reply, Ok(Value::Nil));
+    assert!(at.duration_since(swapped) < Duration::from_secs(1), "served by its timeout, not the swap");
+    assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
 }

@@ -23,7 +23,8 @@ struct Kind {
     /// What another owner's conflicting acquire looks like (must be refused).
     contend: &'static [&'static str],
     unlock: &'static [&'static str],
-    channel: fn(&str) -> String,
+    /// The channel its unlock publishes on, given the key and the next waiter (after `contend`).
+    channel: fn(&str, &str) -> String,
     /// The message its unlock publishes.
     message: &'static str,
 }
@@ -34,7 +35,7 @@ const KINDS: &[Kind] = &[
         acquire: &["LOCK.ACQUIRE", "K", "O", "60000"],
         contend: &["LOCK.ACQUIRE", "K", "O", "60000"],
         unlock: &["LOCK.UNLOCK", "K", "O", "60000"],
-        channel: names::lock_channel,
+        channel: |k, _| names::lock_channel(k),
         message: "0",
     },
     Kind {
@@ -42,7 +43,7 @@ const KINDS: &[Kind] = &[
         acquire: &["LOCK.ACQUIRE", "K", "O", "60000", "TOKEN"],
         contend: &["LOCK.ACQUIRE", "K", "O", "60000", "TOKEN"],
         unlock: &["LOCK.UNLOCK", "K", "O", "60000"],
-        channel: names::lock_channel,
+        channel: |k, _| names::lock_channel(k),
         message: "0",
     },
     Kind {
@@ -50,7 +51,7 @@ const KINDS: &[Kind] = &[
         acquire: &["RWLOCK.RLOCK", "K", "O", "60000"],
         contend: &["RWLOCK.WLOCK", "K", "O", "60000"],
         unlock: &["RWLOCK.UNLOCK", "K", "O", "READ", "60000"],
-        channel: names::rwlock_channel,
+        channel: |k, _| names::rwlock_channel(k),
         message: "0",
     },
     Kind {
@@ -58,8 +59,17 @@ const KINDS: &[Kind] = &[
         acquire: &["RWLOCK.WLOCK", "K", "O", "60000"],
         contend: &["RWLOCK.RLOCK", "K", "O", "60000"],
         unlock: &["RWLOCK.UNLOCK", "K", "O", "WRITE", "60000"],
-        channel: names::rwlock_channel,
+        channel: |k, _| names::rwlock_channel(k),
         message: "1",
+    },
+    Kind {
+        name: "fair",
+        acquire: &["FAIRLOCK.ACQUIRE", "K", "O", "60000", "60000"],
+        contend: &["FAIRLOCK.ACQUIRE", "K", "O", "60000", "60000"],
+        unlock: &["FAIRLOCK.UNLOCK", "K", "O", "60000"],
+        // A fair unlock wakes only the head of the queue, on its own channel.
+        channel: names::fair_waiter_channel,
+        message: "0",
     },
 ];
 
@@ -154,6 +164,7 @@ fn every_key_and_channel_a_random_workload_creates_is_in_the_lock_keys_slot() {
         // LOCK.* and RWLOCK.* on distinct names (one key cannot be both kinds).
         let lock = name.to_string();
         let rw = if i % 2 == 0 { format!("{name}-rw") } else { format!("{name}:rw") };
+        let fair = if i % 2 == 0 { format!("{name}-fair") } else { format!("{name}:fair") };
         let mut ops: Vec<Vec<String>> = vec![
             vec!["LOCK.ACQUIRE".into(), lock.clone(), "a".into(), "60000".into(), "TOKEN".into()],
             vec![
@@ -167,11 +178,13 @@ fn every_key_and_channel_a_random_workload_creates_is_in_the_lock_keys_slot() {
             ],
             vec!["RWLOCK.RLOCK".into(), rw.clone(), "a".into(), "60000".into()],
             vec!["RWLOCK.RLOCK".into(), rw.clone(), "b".into(), "60000".into()],
+            vec!["FAIRLOCK.ACQUIRE".into(), fair.clone(), "a".into(), "60000".into(), "60000".into()],
+            vec!["FAIRLOCK.ACQUIRE".into(), fair.clone(), "b".into(), "60000".into(), "60000".into()],
         ];
         for j in 0..30 {
             let owner = ["a", "b", "c"][rng.gen_range(0..3)].to_string();
             let req = format!("r{j}");
-            let op: Vec<&str> = match rng.gen_range(0..9) {
+            let op: Vec<&str> = match rng.gen_range(0..12) {
                 0 => vec!["LOCK.ACQUIRE", &lock, &owner, "60000"],
                 1 => vec!["LOCK.ACQUIRE", &lock, &owner, "60000", "TOKEN"],
                 2 => vec!["LOCK.UNLOCK", &lock, &owner, "60000", "LATCH", &req, "60000"],
@@ -180,12 +193,16 @@ fn every_key_and_channel_a_random_workload_creates_is_in_the_lock_keys_slot() {
                 5 => vec!["RWLOCK.WLOCK", &rw, &owner, "60000"],
                 6 => vec!["RWLOCK.UNLOCK", &rw, &owner, "READ", "60000"],
                 7 => vec!["RWLOCK.UNLOCK", &rw, &owner, "WRITE", "60000"],
-                _ => vec!["RWLOCK.RENEW", &rw, &owner, "60000"],
+                8 => vec!["RWLOCK.RENEW", &rw, &owner, "60000"],
+                9 => vec!["FAIRLOCK.ACQUIRE", &fair, &owner, "60000", "60000"],
+                10 => vec!["FAIRLOCK.UNLOCK", &fair, &owner, "60000", "LATCH", &req, "60000"],
+                _ => vec!["FAIRLOCK.CANCEL", &fair, &owner, "60000"],
             };
             ops.push(op.iter().map(|s| s.to_string()).collect());
         }
         ops.push(vec!["LOCK.FORCEUNLOCK".into(), lock.clone()]);
         ops.push(vec!["RWLOCK.FORCEUNLOCK".into(), rw.clone(), "READ".into()]);
+        ops.push(vec!["FAIRLOCK.ACQUIRE".into(), fair.clone(), "z".into(), "60000".into(), "60000".into()]);
         for op in &ops {
             let mut cmd = redis::cmd(&op[0]);
             for a in &op[1..] {
@@ -194,17 +211,18 @@ fn every_key_and_channel_a_random_workload_creates_is_in_the_lock_keys_slot() {
             // Refusals and state errors are fine: only where the keys land matters here.
             let _ = cmd.query::<Value>(&mut cc);
         }
-        let slots = [cluster.keyslot(&lock), cluster.keyslot(&rw)];
+        let slots = [cluster.keyslot(&lock), cluster.keyslot(&rw), cluster.keyslot(&fair)];
         for k in new_keys(&cluster, &mut seen) {
-            assert!(slots.contains(&cluster.keyslot(&k)), "{k} is not in the slot of {lock} or {rw}");
+            assert!(slots.contains(&cluster.keyslot(&k)), "{k} is not in the slot of {lock}, {rw} or {fair}");
             all_keys.push(k);
         }
         for (ch, _) in sub.take() {
-            assert!(slots.contains(&cluster.keyslot(&ch)), "channel {ch} is not in the slot of {lock} or {rw}");
+            assert!(slots.contains(&cluster.keyslot(&ch)), "channel {ch} is not in the slot of {lock}, {rw} or {fair}");
         }
     }
     // The workload created every kind of derived key.
-    for part in ["redisson_lock_token:", "redisson_unlock_latch:", ":rwlock_timeout:"] {
+    let parts = ["redisson_lock_token:", "redisson_unlock_latch:", ":rwlock_timeout:", "redisson_lock_queue:"];
+    for part in parts.into_iter().chain(["redisson_lock_timeout:"]) {
         assert!(all_keys.iter().any(|k| k.contains(part)), "no {part} key in {all_keys:?}");
     }
 }
@@ -229,6 +247,12 @@ fn a_command_sent_to_the_wrong_node_gets_moved_and_changes_nothing() {
         &["RWLOCK.UNLOCK", key, "o", "READ", "60000"],
         &["RWLOCK.RENEW", key, "o", "60000"],
         &["RWLOCK.FORCEUNLOCK", key, "WRITE"],
+        &["FAIRLOCK.ACQUIRE", key, "o", "60000", "5000"],
+        &["FAIRLOCK.UNLOCK", key, "o", "60000"],
+        &["FAIRLOCK.CANCEL", key, "o", "5000"],
+        &["FAIRLOCK.RENEW", key, "o", "60000"],
+        &["FAIRLOCK.FORCEUNLOCK", key],
+        &["LOCK.INFO", key],
     ];
     let expected = format!("MOVED {slot} 127.0.0.1:{}", owner.port);
     for port in wrong.iter().chain([&replica.port]) {
@@ -252,9 +276,10 @@ fn unlock_messages_reach_a_subscriber_on_another_node() {
         let other = cluster.ports.iter().copied().find(|p| *p != owner.port).expect("another node");
         let sub = Subscriber::start(cluster.conn(other));
         assert!(granted(&run(&mut cc, kind.acquire, &key, "w1").expect("acquire")));
+        assert!(refused(&run(&mut cc, kind.contend, &key, "w2").expect("contend")));
         assert_eq!(run(&mut cc, kind.unlock, &key, "w1"), Ok(Value::Int(1)));
         let got = sub.take_n(1, Duration::from_secs(3));
-        assert_eq!(got, msgs(&[(&(kind.channel)(&key), kind.message)]), "{} seen from node {other}", kind.name);
+        assert_eq!(got, msgs(&[(&(kind.channel)(&key, "w2"), kind.message)]), "{} seen from node {other}", kind.name);
     }
 }
 
