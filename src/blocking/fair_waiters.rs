@@ -133,6 +133,11 @@ pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
     [tagged, inner]
 }
 
+/// True when this server is a replica, where the module must not write.
+fn on_replica(ctx: &Ctx) -> bool {
+    ctx.flags() & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE as u64 != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::locks_of_queue;
@@ -150,9 +155,4 @@ mod tests {
         assert_eq!(of("redisson_lock_queue:a{b}c"), ["a{b}c"]);
         assert_eq!(of("redisson_lock_timeout:{doc}"), Vec::<String>::new());
     }
-}
-
-/// True when this server is a replica, where the module must not write.
-fn on_replica(ctx: &Ctx) -> bool {
-    ctx.flags() & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE as u64 != 0
 }
