@@ -17,6 +17,7 @@ const LOCK: &str = "{fo}:lock";
 const FENCED: &str = "{fo}:fenced";
 const RW: &str = "{fo}:rw";
 const SHORT: &str = "{fo}:short";
+const FAIR: &str = "{fo}:fair";
 
 /// Every key of the shard with its value (hash or string) and PEXPIRETIME.
 fn snapshot(c: &mut redis::Connection) -> BTreeMap<String, (String, i64)> {
@@ -24,10 +25,15 @@ fn snapshot(c: &mut redis::Connection) -> BTreeMap<String, (String, i64)> {
         .into_iter()
         .map(|k| {
             let t: String = redis::cmd("TYPE").arg(&k).query(c).expect("TYPE");
-            let v = if t == "hash" {
-                format!("{:?}", hgetall(c, &k))
-            } else {
-                redis::cmd("GET").arg(&k).query::<String>(c).expect("GET")
+            let v = match t.as_str() {
+                "hash" => format!("{:?}", hgetall(c, &k)),
+                "list" => format!("{:?}", redis::cmd("LRANGE").arg(&k).arg(0).arg(-1).query::<Vec<String>>(c)),
+                // A fair queue's deadlines are absolute times: they must survive unchanged.
+                "zset" => format!(
+                    "{:?}",
+                    redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).arg("WITHSCORES").query::<Vec<String>>(c)
+                ),
+                _ => redis::cmd("GET").arg(&k).query::<String>(c).expect("GET"),
             };
             let at: i64 = redis::cmd("PEXPIRETIME").arg(&k).query(c).expect("PEXPIRETIME");
             (k, (v, at))
@@ -48,6 +54,9 @@ fn seed(cluster: &Cluster) -> (Node, Node, BTreeMap<String, (String, i64)>) {
     ok(&mut c, &["LOCK.ACQUIRE", FENCED, "w2:1", "45000", "TOKEN"]);
     ok(&mut c, &["RWLOCK.RLOCK", RW, "r1:1", "50000"]);
     ok(&mut c, &["RWLOCK.RLOCK", RW, "r2:1", "40000"]);
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", FAIR, "f1:1", "60000", "60000"]);
+    let queued = int(&ok(&mut c, &["FAIRLOCK.ACQUIRE", FAIR, "f2:1", "60000", "60000"]));
+    assert!(queued > 0, "f2 waits in the fair queue");
     ok(&mut c, &["LOCK.ACQUIRE", SHORT, "w1:1", "3000"]);
     // Replication is asynchronous: WAIT is how a client makes sure a grant survives failover.
     let waited = Instant::now();
@@ -55,7 +64,7 @@ fn seed(cluster: &Cluster) -> (Node, Node, BTreeMap<String, (String, i64)>) {
     assert_eq!(n, 1, "the replica acknowledged");
     eprintln!("WAIT took {:?}", waited.elapsed());
     let before = snapshot(&mut c);
-    assert_eq!(before.len(), 7, "four locks, a token counter, two read holds: {before:?}");
+    assert_eq!(before.len(), 10, "five locks, a token counter, two read holds, a fair queue: {before:?}");
     (primary, replica, before)
 }
 
@@ -123,10 +132,22 @@ fn a_client_blocked_on_a_demoted_primary_gets_an_error_and_no_grant() {
         let r = call(&mut waiter, &["LOCK.ACQUIRE", LOCK, "waiter:1", "60000", "BLOCK", "0"]);
         (r, Instant::now())
     });
+    let mut fair_waiter = cluster.conn(primary.port);
+    let fair_parked = std::thread::spawn(move || {
+        call(&mut fair_waiter, &["FAIRLOCK.ACQUIRE", FAIR, "f3:1", "60000", "60000", "BLOCK", "0"])
+    });
     std::thread::sleep(Duration::from_millis(300));
-    assert!(!parked.is_finished(), "the waiter is parked");
+    assert!(!parked.is_finished() && !fair_parked.is_finished(), "the waiters are parked");
+    let queue = names::fair_queue(FAIR);
+    let mut p = cluster.conn(primary.port);
+    let waiting: Vec<String> = redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query(&mut p).expect("LRANGE");
+    assert_eq!(waiting, ["f2:1", "f3:1"]);
+    let n: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut p).expect("WAIT");
+    assert_eq!(n, 1);
     let failover = Instant::now();
     ok(&mut cluster.conn(replica.port), &["CLUSTER", "FAILOVER"]);
+    let fair_err = fair_parked.join().expect("fair waiter thread").expect_err("an error, never a grant");
+    assert!(fair_err.starts_with("UNBLOCKED") || fair_err.starts_with("MOVED"), "{fair_err}");
     let (reply, at) = parked.join().expect("waiter thread");
     let err = reply.expect_err("an error, never a grant");
     eprintln!("the parked client got: {err}");
@@ -138,6 +159,11 @@ fn a_client_blocked_on_a_demoted_primary_gets_an_error_and_no_grant() {
     let mut old = cluster.conn(primary.port);
     ok(&mut old, &["READONLY"]);
     assert_eq!(hgetall(&mut old, LOCK), map(&[("w1:1", "2")]), "nothing was granted on the demoted node");
+    // The demoted node wrote nothing when its fair waiter left (no divergence from the primary).
+    std::thread::sleep(Duration::from_millis(500));
+    let on_old: Vec<String> = redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query(&mut old).expect("LRANGE");
+    let on_new: Vec<String> = redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query(&mut c).expect("LRANGE");
+    assert_eq!(on_old, on_new);
 }
 
 #[test]
