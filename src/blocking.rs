@@ -387,3 +387,21 @@ pub fn on_disconnect(ctx: &Ctx, bc: usize) {
         arm_expiry(ctx, &id);
     }
 }
+
+/// The error a parked client gets when its server stops being a primary: Redis's own text for
+/// clients it unblocks on a role change, so clients handle both alike.
+pub const DEMOTED: &str =
+    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+
+/// This server became a replica: no lock may be granted here any more, so every parked client
+/// gets an error at once (it retries on the new primary) instead of waiting forever.
+pub fn on_demoted(ctx: &Ctx) {
+    let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
+    for id in all {
+        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(VecDeque::pop_front)).flatten() {
+            stats::DISCONNECTS.inc();
+            w.bc.unblock(Some(Reply::Error(DEMOTED.into())));
+        }
+        arm_expiry(ctx, &id);
+    }
+}

