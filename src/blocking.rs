@@ -15,6 +15,8 @@
 //! - lease expiry: a timer at the lock's absolute expiry, since Redis' own lazy or active
 //!   expiry may come much later.
 //!
+//! Fair-lock waiters keep their place in the lock's queue while parked (`fair_waiters`).
+//!
 //! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 
@@ -22,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
 use crate::core::reentrant::{self, Acquired};
-use crate::core::rwlock;
+use crate::core::{fair, rwlock};
 use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::events::{BlockedClient, TimerId};
@@ -38,6 +40,8 @@ pub enum Request {
     Read { owner: Vec<u8>, lease: i64 },
     /// `RWLOCK.WLOCK`.
     Write { owner: Vec<u8>, lease: i64 },
+    /// `FAIRLOCK.ACQUIRE`.
+    Fair { owner: Vec<u8>, lease: i64, wait: i64, noqueue: bool },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -62,6 +66,11 @@ pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Atte
         }
         Request::Write { owner, lease } => {
             let outcome = rwlock::write_lock(store, key, owner, *lease)?;
+            (outcome, outcome.reply())
+        }
+        Request::Fair { owner, lease, wait, noqueue } => {
+            let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
+            let outcome = fair::acquire(store, key, owner, *lease, *wait, if_refused)?;
             (outcome, outcome.reply())
         }
     };
@@ -98,12 +107,18 @@ pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], req: Request, block: Option<i
     }
 }
 
+mod fair_waiters;
+
 /// Why a timer was armed.
 pub enum TimerData {
     /// Serve every lock in `pending`.
     Pending,
     /// The lease of a lock with parked clients runs out now.
     Expiry { db: i32, key: Vec<u8> },
+    /// Keep parked fair waiters' queue places alive, and serve their locks.
+    FairTick,
+    /// Take fair waiters that gave up out of their queues.
+    FairCancels,
 }
 
 /// A lock: its database and key.
@@ -121,6 +136,7 @@ struct Registry {
     pending: Vec<LockId>,
     pending_timer: Option<TimerId>,
     expiry_timers: HashMap<LockId, (TimerId, i64)>,
+    fair_tick: Option<TimerId>,
 }
 
 thread_local! {
@@ -144,8 +160,12 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
+    let fair = matches!(req, Request::Fair { .. });
     with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req }));
     arm_expiry(ctx, &id);
+    if fair {
+        fair_waiters::parked(ctx, &id);
+    }
     Err(LockError::Blocked)
 }
 
@@ -263,6 +283,8 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
             with(|r| r.expiry_timers.remove(&id));
             vec![id]
         }
+        TimerData::FairTick => return fair_waiters::tick(ctx),
+        TimerData::FairCancels => return fair_waiters::run_cancels(ctx),
     };
     for id in due {
         if ctx.select_db(id.0) {
@@ -279,9 +301,13 @@ pub fn on_keyspace_event(ctx: &Ctx, event: &[u8], key: &[u8]) {
     if with(|r| r.locks.is_empty()).unwrap_or(true) {
         return;
     }
-    let id = (db, key.to_vec());
-    if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
-        schedule(ctx, id);
+    // A change to a fair lock's queue (a Redisson waiter leaving it) may put a parked waiter
+    // first in line.
+    for lock in std::iter::once(Some(key.to_vec())).chain(fair_waiters::locks_of_queue(key)).flatten() {
+        let id = (db, lock);
+        if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
+            schedule(ctx, id);
+        }
     }
 }
 
@@ -313,11 +339,15 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
     stats::TIMEOUTS.inc();
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let reply = match attempt(&mut store, &id.1, &w.req) {
-        Ok(Attempt::Granted(r)) | Ok(Attempt::Refused(r)) => r,
-        Err(e) => Reply::Error(e.to_string()),
+    let (reply, granted) = match attempt(&mut store, &id.1, &w.req) {
+        Ok(Attempt::Granted(r)) => (r, true),
+        Ok(Attempt::Refused(r)) => (r, false),
+        Err(e) => (Reply::Error(e.to_string()), false),
     };
     drop(store);
+    if !granted {
+        fair_waiters::gave_up(ctx, &id, &w.req);
+    }
     w.bc.unblock(None);
     arm_expiry(ctx, &id);
     reply
@@ -327,6 +357,7 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
     if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
         stats::DISCONNECTS.inc();
+        fair_waiters::gave_up(ctx, &id, &w.req);
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
     }

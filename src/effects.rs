@@ -12,8 +12,12 @@ use std::ffi::CStr;
 use redis_module::raw;
 
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
-use crate::core::{LockError, Result};
+use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
+use crate::hold_index;
+
+mod collections;
+mod read_holds;
 
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
@@ -122,19 +126,9 @@ impl Store for RedisStore<'_> {
     }
 
     fn pttl(&mut self, key: &[u8]) -> i64 {
-        // Timeout keys of read holds are scanned by the thousand: read them without caching.
-        let at = match self.is_open(key) {
-            Some(k) => (k.key.kind() != KeyKind::Empty).then(|| k.key.expire_at()),
-            None => {
-                let name = self.name(key);
-                let k = self.ctx.open_key(name.raw(), false);
-                (k.kind() != KeyKind::Empty).then(|| k.expire_at())
-            }
-        };
-        match at {
-            None => TTL_MISSING,
-            Some(None) => TTL_PERSISTENT,
-            Some(Some(at)) => (at - self.now).max(0),
+        match self.expiry_state(key) {
+            at if at == TTL_MISSING || at == TTL_PERSISTENT => at,
+            at => (at - self.now).max(0),
         }
     }
 
@@ -145,6 +139,7 @@ impl Store for RedisStore<'_> {
             return false;
         }
         k.key.delete();
+        hold_index::forget(self.db(), key);
         self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::B(key)]);
         true
     }
@@ -155,7 +150,9 @@ impl Store for RedisStore<'_> {
         if k.key.kind() == KeyKind::Empty || !k.key.set_expire_at(at) {
             return;
         }
-        self.effect(GENERIC, c"expire", k.name.raw(), c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
+        // The lock's own TTL is not part of its read-hold index entry: the entry stands.
+        let indexed = hold_index::is_indexed(self.db(), key);
+        self.effect_on(indexed, key, GENERIC, c"expire", c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
     }
 
     fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -193,7 +190,8 @@ impl Store for RedisStore<'_> {
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         k.key.hash_set(f.raw(), v.as_ref());
-        self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
+        let indexed = self.index_field(key, field, Some(next));
+        self.effect_on(indexed, key, HASH, c"hincrby", c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
         next
     }
 
@@ -203,7 +201,8 @@ impl Store for RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.hash_set(f.raw(), v.raw());
-        self.effect(HASH, c"hset", k.name.raw(), c"HSET", &[Arg::B(key), Arg::B(field), Arg::B(value)]);
+        let indexed = self.index_field(key, field, parse_i64(value));
+        self.effect_on(indexed, key, HASH, c"hset", c"HSET", &[Arg::B(key), Arg::B(field), Arg::B(value)]);
     }
 
     fn hash_del(&mut self, key: &[u8], field: &[u8]) {
@@ -211,8 +210,15 @@ impl Store for RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.hash_del(f.raw());
-        self.effect(HASH, c"hdel", k.name.raw(), c"HDEL", &[Arg::B(key), Arg::B(field)]);
-        if k.key.kind() == KeyKind::Empty {
+        let emptied = k.key.kind() == KeyKind::Empty;
+        let indexed = if emptied {
+            hold_index::forget(self.db(), key);
+            false
+        } else {
+            self.index_field(key, field, None)
+        };
+        self.effect_on(indexed, key, HASH, c"hdel", c"HDEL", &[Arg::B(key), Arg::B(field)]);
+        if emptied {
             self.ctx.notify(GENERIC, c"del", k.name.raw());
         }
     }
@@ -250,6 +256,54 @@ impl Store for RedisStore<'_> {
         next
     }
 
+    fn list_len(&mut self, key: &[u8]) -> Result<usize> {
+        self.list_len_(key)
+    }
+
+    fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
+        self.list_index_(key, i)
+    }
+
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.list_all_(key)
+    }
+
+    fn list_pop_head(&mut self, key: &[u8]) {
+        self.list_pop_head_(key)
+    }
+
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]) {
+        self.list_push_tail_(key, value)
+    }
+
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
+        self.list_remove_(key, value)
+    }
+
+    fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
+        self.zset_len_(key)
+    }
+
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>> {
+        self.zset_score_(key, member)
+    }
+
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool {
+        self.zset_add_(key, member, score)
+    }
+
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
+        self.zset_rem_(key, member)
+    }
+
+    fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
+        self.zset_incr_(key, member, by)
+    }
+
+    fn zset_shift_all(&mut self, key: &[u8], by: f64) {
+        self.zset_shift_all_(key, by)
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.ctx.publish(channel, message);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
@@ -257,5 +311,23 @@ impl Store for RedisStore<'_> {
         if self.ctx.flags() & CLUSTER_FLAG == 0 {
             self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
         }
+    }
+
+    // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.
+
+    fn read_hold_set(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
+        self.read_hold_set_(key, owner, i, at)
+    }
+
+    fn read_hold_del(&mut self, key: &[u8], owner: &[u8], i: i64) {
+        self.read_hold_del_(key, owner, i)
+    }
+
+    fn read_hold_expire(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
+        self.read_hold_expire_(key, owner, i, at)
+    }
+
+    fn read_holds_max_pttl(&mut self, key: &[u8]) -> Result<i64> {
+        self.read_holds_max_pttl_(key)
     }
 }

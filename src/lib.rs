@@ -8,6 +8,7 @@ pub mod commands;
 pub mod core;
 pub mod effects;
 pub mod ffi;
+pub mod hold_index;
 pub mod names;
 pub mod stats;
 
@@ -18,7 +19,7 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::command_fn;
-    use crate::commands::{lock, rwlock};
+    use crate::commands::{fair, lock, rwlock};
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -35,6 +36,12 @@ mod module {
             // O(the owner's read holds).
             (c"RWLOCK.RENEW", command_fn!(rwlock::rwlock_renew), c"write"),
             (c"RWLOCK.FORCEUNLOCK", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
+            // O(waiters): a grant moves every queued waiter's deadline.
+            (c"FAIRLOCK.ACQUIRE", command_fn!(fair::fairlock_acquire), c"write deny-oom"),
+            (c"FAIRLOCK.UNLOCK", command_fn!(fair::fairlock_unlock), c"write"),
+            (c"FAIRLOCK.CANCEL", command_fn!(fair::fairlock_cancel), c"write"),
+            (c"FAIRLOCK.RENEW", command_fn!(fair::fairlock_renew), c"write fast"),
+            (c"FAIRLOCK.FORCEUNLOCK", command_fn!(fair::fairlock_forceunlock), c"write"),
         ]
     }
 

@@ -91,6 +91,7 @@ pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
         ("block_disconnects", g(&DISCONNECTS)),
         ("expired_while_held", g(&EXPIRED_HELD)),
         ("memory_bytes", MEMORY.load(Relaxed)),
+        ("indexed_read_holds", crate::hold_index::positions() as i64),
     ]
 }
 

@@ -283,3 +283,20 @@ fn thirty_two_blocking_clients_never_overlap() {
     assert_eq!(counter.load(Ordering::SeqCst), 6400);
     wait_blocked(&mut c, 0);
 }
+
+/// SWAPDB replaces a whole database at once, without per-key events: a parked client whose
+/// lock is free in the database swapped in is served.
+#[test]
+fn a_parked_client_is_served_after_swapdb_frees_its_lock() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "30000"]);
+    let w = park(&s, "k", "b", "30000", "5000");
+    wait_blocked(&mut c, 1);
+    let swapped = Instant::now();
+    ok(&mut c, &["SWAPDB", "0", "1"]);
+    let (reply, at) = w.join().expect("thread");
+    assert_eq!(reply, Ok(Value::Nil));
+    assert!(at.duration_since(swapped) < Duration::from_secs(1), "served by its timeout, not the swap");
+    assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
+}

@@ -3,22 +3,14 @@
 
 mod common;
 
-use common::diff::{Op, Pair};
+use common::diff::{self, Op};
 use common::names;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 const KEYS: &[&str] = &["lock", "{tagged}", "a{b}c", "other"];
 const OWNERS: &[&str] = &["uuid-1:1", "uuid-1:2", "uuid-2:1"];
 const LEASES: &[&str] = &["15", "40", "120", "30000"];
-
-fn seed() -> u64 {
-    std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x10c4)
-}
-
-fn ops() -> usize {
-    std::env::var("DIFF_OPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2500)
-}
 
 fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
     let key = KEYS[r.gen_range(0..KEYS.len())];
@@ -60,20 +52,6 @@ fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
 
 #[test]
 fn reentrant_lock_matches_the_lua_reference() {
-    let (seed, n) = (seed(), ops());
-    eprintln!("DIFF_SEED={seed} DIFF_OPS={n}");
-    let mut r = SmallRng::seed_from_u64(seed);
-    let mut pair = Pair::new();
     let mut latches = 0;
-    for i in 0..n {
-        let op = random_op(&mut r, &mut latches);
-        pair.step(&op);
-        if r.gen_ratio(1, 12) {
-            std::thread::sleep(std::time::Duration::from_millis(r.gen_range(1..50)));
-        }
-        if i % 100 == 99 {
-            pair.check();
-        }
-    }
-    pair.check();
+    diff::run_random(0x10c4, 2500, 12, |r| random_op(r, &mut latches));
 }

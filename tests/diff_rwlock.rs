@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::diff::{Op, Pair};
+use common::diff::{self, env, Op, Pair};
 use common::names;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -13,10 +13,6 @@ use rand::{Rng, SeedableRng};
 const KEYS: &[&str] = &["doc", "{tagged}", "a{b}c"];
 const OWNERS: &[&str] = &["uuid-1:1", "uuid-1:2", "uuid-2:1", "uuid-3:9"];
 const LEASES: &[&str] = &["15", "40", "120", "30000"];
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
-}
 
 /// `{key}`, or the key itself when it has a hash tag: Redisson's read-unlock key prefix.
 fn key_prefix(key: &str) -> String {
@@ -85,22 +81,8 @@ fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
 
 #[test]
 fn read_write_lock_matches_the_lua_reference() {
-    let (seed, n) = (env("DIFF_SEED", 0x2e4d), env("DIFF_OPS", 3000) as usize);
-    eprintln!("DIFF_SEED={seed} DIFF_OPS={n}");
-    let mut r = SmallRng::seed_from_u64(seed);
-    let mut pair = Pair::new();
     let mut latches = 0;
-    for i in 0..n {
-        let op = random_op(&mut r, &mut latches);
-        pair.step(&op);
-        if r.gen_ratio(1, 15) {
-            std::thread::sleep(std::time::Duration::from_millis(r.gen_range(1..50)));
-        }
-        if i % 100 == 99 {
-            pair.check();
-        }
-    }
-    pair.check();
+    diff::run_random(0x2e4d, 3000, 15, |r| random_op(r, &mut latches));
 }
 
 /// Many readers on one lock, released in random order: the longest remaining hold decides the

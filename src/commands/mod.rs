@@ -2,6 +2,7 @@
 //!
 //! Every argument is parsed before the keyspace is touched, so bad input changes nothing.
 
+pub mod fair;
 pub mod lock;
 pub mod rwlock;
 

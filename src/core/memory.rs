@@ -77,6 +77,78 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    fn list_mut(&mut self, key: &[u8]) -> &mut Vec<Vec<u8>> {
+        self.expire_if_needed(key);
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::List(Vec::new()), None));
+        if !matches!(entry.0, Value::List(_)) {
+            *entry = (Value::List(Vec::new()), None);
+        }
+        match &mut entry.0 {
+            Value::List(l) => l,
+            _ => unreachable!("just made a list"),
+        }
+    }
+
+    fn zset_mut(&mut self, key: &[u8]) -> &mut BTreeMap<Vec<u8>, f64> {
+        self.expire_if_needed(key);
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::Zset(BTreeMap::new()), None));
+        if !matches!(entry.0, Value::Zset(_)) {
+            *entry = (Value::Zset(BTreeMap::new()), None);
+        }
+        match &mut entry.0 {
+            Value::Zset(z) => z,
+            _ => unreachable!("just made a zset"),
+        }
+    }
+
+    /// Deletes `key` if it holds an empty list, hash or zset, as Redis does.
+    fn drop_if_empty(&mut self, key: &[u8]) {
+        let empty = match self.data.get(key) {
+            Some((Value::List(l), _)) => l.is_empty(),
+            Some((Value::Zset(z), _)) => z.is_empty(),
+            Some((Value::Hash(h), _)) => h.is_empty(),
+            _ => false,
+        };
+        if empty {
+            self.data.remove(key);
+        }
+    }
+
+    fn list(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match self.value(key) {
+            None => Ok(Vec::new()),
+            Some(Value::List(l)) => Ok(l.clone()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    fn zset(&mut self, key: &[u8]) -> Result<BTreeMap<Vec<u8>, f64>> {
+        match self.value(key) {
+            None => Ok(BTreeMap::new()),
+            Some(Value::Zset(z)) => Ok(z.clone()),
+            Some(_) => Err(LockError::WrongType),
+        }
+    }
+
+    /// The list at `key` as strings, for assertions.
+    pub fn list_strings(&mut self, key: &str) -> Vec<String> {
+        self.list(key.as_bytes()).unwrap_or_default().iter().map(|v| String::from_utf8_lossy(v).into()).collect()
+    }
+
+    /// The zset at `key` as (member, score), lowest score first, for assertions.
+    pub fn zset_entries(&mut self, key: &str) -> Vec<(String, f64)> {
+        let mut z: Vec<(String, f64)> = self
+            .zset(key.as_bytes())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(m, s)| (String::from_utf8_lossy(&m).into(), s))
+            .collect();
+        z.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        z
+    }
+}
+
 impl Store for MemoryStore {
     fn now(&self) -> i64 {
         self.now
@@ -171,6 +243,83 @@ impl Store for MemoryStore {
         };
         entry.0 = Value::Str(n.to_string().into_bytes());
         n
+    }
+
+    fn list_len(&mut self, key: &[u8]) -> Result<usize> {
+        self.list(key).map(|l| l.len())
+    }
+
+    fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
+        let l = self.list(key)?;
+        let i = if i < 0 { l.len() as i64 + i } else { i };
+        Ok(usize::try_from(i).ok().and_then(|i| l.get(i).cloned()))
+    }
+
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.list(key)
+    }
+
+    fn list_pop_head(&mut self, key: &[u8]) {
+        if self.value(key).is_none() {
+            return;
+        }
+        let l = self.list_mut(key);
+        if !l.is_empty() {
+            l.remove(0);
+        }
+        self.drop_if_empty(key);
+    }
+
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]) {
+        self.list_mut(key).push(value.to_vec());
+    }
+
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
+        if self.value(key).is_none() {
+            return 0;
+        }
+        let l = self.list_mut(key);
+        let before = l.len();
+        l.retain(|v| v != value);
+        let removed = before - l.len();
+        self.drop_if_empty(key);
+        removed
+    }
+
+    fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
+        self.zset(key).map(|z| z.len())
+    }
+
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>> {
+        self.zset(key).map(|z| z.get(member).copied())
+    }
+
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool {
+        self.zset_mut(key).insert(member.to_vec(), score).is_none()
+    }
+
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
+        if self.value(key).is_none() {
+            return false;
+        }
+        let removed = self.zset_mut(key).remove(member).is_some();
+        self.drop_if_empty(key);
+        removed
+    }
+
+    fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
+        let score = self.zset_mut(key).entry(member.to_vec()).or_insert(0.0);
+        *score += by;
+        *score
+    }
+
+    fn zset_shift_all(&mut self, key: &[u8], by: f64) {
+        if self.value(key).is_none() {
+            return;
+        }
+        for score in self.zset_mut(key).values_mut() {
+            *score += by;
+        }
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {

@@ -6,6 +6,8 @@
 //! first write, so an error (`WRONGTYPE`, a corrupt hold count) leaves the keyspace unchanged.
 
 pub mod error;
+pub mod fair;
+pub mod hold_expiries;
 pub mod reentrant;
 pub mod rwlock;
 pub mod store;

@@ -55,6 +55,35 @@ pub trait Store {
     /// `INCR` of a counter known to be a string holding an integer (or absent).
     fn incr(&mut self, key: &[u8]) -> i64;
 
+    // -- list (the fair lock's queue) ------------------------------------------------------------
+    /// `LLEN`; `WrongType` if the key is not a list.
+    fn list_len(&mut self, key: &[u8]) -> Result<usize>;
+    /// `LINDEX key i` (negative counts from the tail).
+    fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>>;
+    /// `LRANGE key 0 -1`.
+    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// `LPOP` of a list known to be one (or absent).
+    fn list_pop_head(&mut self, key: &[u8]);
+    /// `RPUSH` of one element.
+    fn list_push_tail(&mut self, key: &[u8], value: &[u8]);
+    /// `LREM key 0 value`: removes every occurrence; how many there were.
+    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize;
+
+    // -- zset (the fair lock's deadlines) --------------------------------------------------------
+    /// `ZCARD`; `WrongType` if the key is not a zset.
+    fn zset_len(&mut self, key: &[u8]) -> Result<usize>;
+    /// `ZSCORE`.
+    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>>;
+    /// `ZADD key score member`: true if the member is new.
+    fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool;
+    /// `ZREM` of one member: true if it was there.
+    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool;
+    /// `ZINCRBY key by member` (a new member starts from 0); the new score.
+    fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64;
+    /// Adds `by` to every member's score: Redisson's `ZINCRBY` loop over `ZRANGE key 0 -1`,
+    /// done in one pass.
+    fn zset_shift_all(&mut self, key: &[u8], by: f64);
+
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.
     fn publish(&mut self, channel: &[u8], message: &[u8]);

@@ -103,21 +103,30 @@ impl Ctx {
     }
 }
 
-/// Subscribes to what can free a lock behind the module's back: keyspace events (`del`,
-/// `expired`, `evicted`, hash and list changes by any client, Redisson's Lua included) and
-/// FLUSHALL/FLUSHDB.
+/// Subscribes to what can free a lock or change its read holds behind the module's back:
+/// keyspace events (`del`, `expired`, `evicted`, string, hash, list and zset changes by any
+/// client, Redisson's Lua included), FLUSHALL/FLUSHDB, and what swaps a whole keyspace
+/// (SWAPDB, loading, a role change).
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
     let types = raw::REDISMODULE_NOTIFY_GENERIC
         | raw::REDISMODULE_NOTIFY_EXPIRED
         | raw::REDISMODULE_NOTIFY_EVICTED
+        | raw::REDISMODULE_NOTIFY_STRING
         | raw::REDISMODULE_NOTIFY_HASH
         | raw::REDISMODULE_NOTIFY_LIST
         | raw::REDISMODULE_NOTIFY_ZSET;
-    let flush = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
+    let event = |id| raw::RedisModuleEvent { id, dataver: 1 };
+    let swaps = [
+        raw::REDISMODULE_EVENT_SWAPDB,
+        raw::REDISMODULE_EVENT_LOADING,
+        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+    ];
     // SAFETY: OnLoad context; the callbacks have the signatures Redis expects.
     unsafe {
         api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.ctx, types as c_int, Some(on_keyspace_event)) == OK
-            && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, flush, Some(on_flush)) == OK
+            && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(raw::REDISMODULE_EVENT_FLUSHDB), Some(on_flush))
+                == OK
+            && swaps.iter().all(|&id| api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(id), Some(on_swap)) == OK)
     }
 }
 
@@ -177,13 +186,33 @@ extern "C" fn on_keyspace_event(ctx: RawCtx, _type: c_int, event: *const c_char,
     let ctx = Ctx(ctx);
     // SAFETY: Redis passes the event name as a NUL-terminated static string.
     let event = if event.is_null() { &[][..] } else { unsafe { std::ffi::CStr::from_ptr(event) }.to_bytes() };
-    guarded("a keyspace event", (), || blocking::on_keyspace_event(&ctx, event, str_bytes(key)));
+    guarded("a keyspace event", (), || {
+        let key = str_bytes(key);
+        crate::hold_index::on_keyspace_event(ctx.selected_db(), event, key);
+        blocking::on_keyspace_event(&ctx, event, key)
+    });
     OK
 }
 
 extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
     if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
         let ctx = Ctx(ctx);
-        guarded("a flush event", (), || blocking::on_flush(&ctx));
+        guarded("a flush event", (), || {
+            crate::hold_index::clear();
+            blocking::on_flush(&ctx)
+        });
     }
+}
+
+/// SWAPDB, loading (DEBUG RELOAD, a full sync) or a role change: the keyspace the read-hold
+/// index mirrors was replaced.
+extern "C" fn on_swap(ctx: RawCtx, eid: raw::RedisModuleEvent, _subevent: u64, _data: *mut c_void) {
+    let ctx = Ctx(ctx);
+    guarded("a keyspace swap event", (), || {
+        crate::hold_index::clear();
+        // Locks with parked clients may be free in the database swapped in: serve them.
+        if eid.id == raw::REDISMODULE_EVENT_SWAPDB {
+            blocking::on_flush(&ctx);
+        }
+    });
 }

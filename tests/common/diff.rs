@@ -8,6 +8,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
 use super::{error_line, Server, Subscriber, Value};
 
 /// Keys closer than this to expiring are waited out before an operation.
@@ -188,6 +191,8 @@ impl Default for Pair {
     }
 }
 
+/// Milliseconds until the next expiry on the server: of a key, or of a fair-lock waiter's
+/// deadline (a zset score), which decides a purge just as an expiry does.
 fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).ok()?;
     if keys.is_empty() {
@@ -198,7 +203,25 @@ fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
         p.cmd("PTTL").arg(k);
     }
     let ttls: Vec<i64> = p.query(c).ok()?;
-    ttls.into_iter().filter(|t| *t >= 0).min()
+    let now = now_ms();
+    let mut soonest = ttls.into_iter().filter(|t| *t >= 0).min();
+    for k in keys.iter().filter(|k| k.starts_with("redisson_lock_timeout:")) {
+        let next: Vec<(String, f64)> = redis::cmd("ZRANGEBYSCORE")
+            .arg(k)
+            .arg(now)
+            .arg("+inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(1)
+            .query(c)
+            .ok()?;
+        if let Some((_, score)) = next.first() {
+            let ms = *score as i64 - now;
+            soonest = Some(soonest.map_or(ms, |s| s.min(ms)));
+        }
+    }
+    soonest
 }
 
 /// Every key as (name, printable value, absolute expiry (PEXPIRETIME), zset scores), sorted by name.
@@ -243,4 +266,31 @@ pub fn values_match(a: &Value, b: &Value, ttl: bool) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// A number from the environment (`DIFF_SEED`, `DIFF_OPS`), or `default`.
+pub fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// The random differential run: `DIFF_OPS` (default `ops`) operations drawn by `draw` from
+/// `DIFF_SEED` (default `seed`, printed so a failure can be replayed), each run on both
+/// servers; one step in `pause_one_in` is followed by a 1-50 ms pause so short leases expire
+/// mid-run; keyspaces and messages are compared every 100 steps and at the end.
+pub fn run_random(seed: u64, ops: u64, pause_one_in: u32, mut draw: impl FnMut(&mut SmallRng) -> Op) {
+    let (seed, n) = (env("DIFF_SEED", seed), env("DIFF_OPS", ops));
+    eprintln!("DIFF_SEED={seed} DIFF_OPS={n}");
+    let mut r = SmallRng::seed_from_u64(seed);
+    let mut pair = Pair::new();
+    for i in 0..n {
+        let op = draw(&mut r);
+        pair.step(&op);
+        if r.gen_ratio(1, pause_one_in) {
+            std::thread::sleep(Duration::from_millis(r.gen_range(1..50)));
+        }
+        if i % 100 == 99 {
+            pair.check();
+        }
+    }
+    pair.check();
 }

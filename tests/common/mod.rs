@@ -185,6 +185,13 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // A failing test shows what the server logged (a crash report above all).
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(400).collect();
+            eprintln!("--- server on port {} logged (last lines):", self.port);
+            tail.iter().rev().for_each(|l| eprintln!("{l}"));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);

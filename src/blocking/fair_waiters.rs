@@ -1,0 +1,145 @@
+//! Parked `FAIRLOCK.ACQUIRE` clients.
+//!
+//! A parked fair waiter takes its place in the lock's queue like any Redisson waiter (its
+//! refused attempt enqueued it) and is served when it reaches the head and the lock is free.
+//! Redisson drops a queued waiter once its deadline passes, assuming it stopped retrying; a
+//! parked, connected client has not, so while it waits a tick every [`TICK_MS`] keeps its
+//! deadline at least [`AHEAD_MS`] ahead (and the deadlines queued behind it, by the same
+//! amount, so they stay in order). The tick also serves the lock, so a dead Redisson waiter
+//! at the head is purged without anyone calling.
+//!
+//! A parked waiter that gives up (timeout, disconnect, `CLIENT UNBLOCK`) leaves the queue as
+//! `FAIRLOCK.CANCEL` does, from a 0 ms timer: a disconnect callback is no place to write.
+
+use std::cell::RefCell;
+
+use super::{serve, with, LockId, Request, TimerData};
+use crate::core::fair;
+use crate::effects::RedisStore;
+use crate::ffi::{Args, Ctx};
+
+/// How often parked fair waiters' deadlines are looked at.
+pub const TICK_MS: i64 = 100;
+/// A parked waiter's deadline is kept at least this far from now.
+pub const AHEAD_MS: i64 = 3 * TICK_MS;
+
+const QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
+
+thread_local! {
+    /// Waiters that gave up, to be cancelled: (lock, owner, wait).
+    static CANCELS: RefCell<Vec<(LockId, Vec<u8>, i64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The parked fair waiters of a lock, in arrival order: (owner, wait).
+fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
+    let fair_only = |w: &super::Waiter| match &w.req {
+        Request::Fair { owner, wait, .. } => Some((owner.clone(), *wait)),
+        _ => None,
+    };
+    with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair_only).collect())).flatten().unwrap_or_default()
+}
+
+fn keep_alive(ctx: &Ctx, id: &LockId) {
+    let parked = parked_on(id);
+    if parked.is_empty() {
+        return;
+    }
+    let refs: Vec<(&[u8], i64)> = parked.iter().map(|(o, w)| (o.as_slice(), *w)).collect();
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    // A queue or deadline key of another type: nothing to keep alive; the waiter's next
+    // attempt answers it with the error.
+    let _ = fair::keep_alive(&mut store, &id.1, &refs, AHEAD_MS);
+}
+
+fn arm_tick(ctx: &Ctx) {
+    if with(|r| r.fair_tick.is_none()).unwrap_or(false) {
+        let t = ctx.create_timer(TICK_MS, TimerData::FairTick);
+        with(|r| r.fair_tick = Some(t));
+    }
+}
+
+/// A fair waiter was just parked, inside its own command: its place is kept from now on.
+pub fn parked(ctx: &Ctx, id: &LockId) {
+    keep_alive(ctx, id);
+    arm_tick(ctx);
+}
+
+/// The tick: keeps every parked fair waiter's place and serves its lock.
+pub fn tick(ctx: &Ctx) {
+    let ids: Vec<LockId> = with(|r| {
+        r.fair_tick = None;
+        let has_fair =
+            |q: &std::collections::VecDeque<super::Waiter>| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
+    })
+    .unwrap_or_default();
+    for id in &ids {
+        if ctx.select_db(id.0) {
+            keep_alive(ctx, id);
+            serve(ctx, id);
+        }
+    }
+    if !ids.is_empty() {
+        arm_tick(ctx);
+    }
+}
+
+/// A parked waiter left without the lock: if it was a fair waiter, cancel its queue place.
+pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
+    let Request::Fair { owner, wait, .. } = req else { return };
+    let first = CANCELS.with(|c| {
+        let mut c = c.borrow_mut();
+        c.push((id.clone(), owner.clone(), *wait));
+        c.len() == 1
+    });
+    if first {
+        ctx.create_timer(0, TimerData::FairCancels);
+    }
+}
+
+/// Cancels the queue places of the fair waiters that gave up, then serves their locks (the
+/// waiter behind may now be first in line).
+pub fn run_cancels(ctx: &Ctx) {
+    let cancels = CANCELS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    for (id, owner, wait) in cancels {
+        if !ctx.select_db(id.0) {
+            continue;
+        }
+        let args = Args::empty();
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+        // Another type under the queue: nothing of ours to remove.
+        let _ = fair::cancel(&mut store, &id.1, &owner, wait);
+        drop(store);
+        serve(ctx, &id);
+    }
+}
+
+/// The fair locks whose queue `key` may be: `redisson_lock_queue:{name}` belongs to `name`
+/// and, as Redisson writes it for a name that has braces already, to `{name}`.
+pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
+    let Some(rest) = key.strip_prefix(QUEUE_PREFIX) else { return [None, None] };
+    let tagged = rest.contains(&b'{').then(|| rest.to_vec());
+    let inner =
+        rest.strip_prefix(b"{").and_then(|r| r.strip_suffix(b"}")).filter(|n| !n.contains(&b'{')).map(<[u8]>::to_vec);
+    [tagged, inner]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locks_of_queue;
+
+    #[test]
+    fn a_queue_key_names_its_locks() {
+        let of = |k: &str| {
+            locks_of_queue(k.as_bytes())
+                .into_iter()
+                .flatten()
+                .map(|v| String::from_utf8(v).unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(of("redisson_lock_queue:{doc}"), ["{doc}", "doc"]);
+        assert_eq!(of("redisson_lock_queue:a{b}c"), ["a{b}c"]);
+        assert_eq!(of("redisson_lock_timeout:{doc}"), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,210 @@
+//! The fair lock (Redisson's `RedissonFairLock`): the reentrant lock's hash, plus a FIFO of
+//! waiting owners with a deadline each.
+//!
+//! | key                                  | type | meaning                                      |
+//! |--------------------------------------|------|----------------------------------------------|
+//! | `name`                               | hash | holder -> hold count, TTL = lease            |
+//! | `redisson_lock_queue:{name}` (Q)     | list | waiting owners, first in line at the head    |
+//! | `redisson_lock_timeout:{name}` (Z)   | zset | waiting owner -> absolute deadline (ms)      |
+//!
+//! A waiter that stops retrying is dropped once its deadline passes and it reaches the head
+//! ("purge"). A waiter's deadline is the one before it plus `wait`, so each grant pulls every
+//! remaining deadline forward by `wait`. A release publishes `0` only to the channel of the
+//! waiter at the head, `redisson_lock__channel:{name}:<owner>`.
+//!
+//! Every `now` is the server's clock (Redisson sends the client's), read once per command.
+//! Scores are doubles, as in Redis: Redisson's arithmetic on them is reproduced in `f64`.
+
+use super::reentrant::{self, Acquired};
+use super::{latch_check, latch_record, Latch, Reply, Result, Store};
+use crate::names;
+
+/// The derived keys of a fair lock.
+struct Keys {
+    queue: Vec<u8>,
+    deadlines: Vec<u8>,
+}
+
+/// Type-checks every key a fair-lock command may write, before its first write.
+fn keys<S: Store>(s: &mut S, key: &[u8]) -> Result<Keys> {
+    let k = Keys { queue: names::fair_queue(key), deadlines: names::fair_timeouts(key) };
+    s.hash_len(key)?;
+    s.list_len(&k.queue)?;
+    s.zset_len(&k.deadlines)?;
+    Ok(k)
+}
+
+/// Drops the waiters at the head whose deadline has passed (a head without a deadline stays).
+fn purge<S: Store>(s: &mut S, k: &Keys, now: f64) -> Result<()> {
+    while let Some(head) = s.list_index(&k.queue, 0)? {
+        match s.zset_score(&k.deadlines, &head)? {
+            Some(deadline) if deadline <= now => {
+                s.zset_rem(&k.deadlines, &head);
+                s.list_pop_head(&k.queue);
+            }
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// Publishes `0` to the waiter at the head of the queue, if any.
+fn wake_head<S: Store>(s: &mut S, key: &[u8], k: &Keys) -> Result<()> {
+    if let Some(head) = s.list_index(&k.queue, 0)? {
+        s.publish(&names::fair_waiter_channel(key, &head), b"0");
+    }
+    Ok(())
+}
+
+/// What an acquire that is not granted does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfRefused {
+    /// Join the queue (or stay in it): Redisson's `tryLock(wait, ...)`.
+    Queue,
+    /// Leave the queue alone and reply 1: Redisson's `tryLock()`.
+    NoQueue,
+}
+
+/// `FAIRLOCK.ACQUIRE key owner lease wait [NOQUEUE]`. Refused with Redisson's reply: 1 for
+/// NOQUEUE; the lock's PTTL (at least 0) for an owner already queued; else the time the owner
+/// ahead (or the lock) has left, the base of the new deadline.
+pub fn acquire<S: Store>(
+    s: &mut S,
+    key: &[u8],
+    owner: &[u8],
+    lease: i64,
+    wait: i64,
+    if_refused: IfRefused,
+) -> Result<Acquired> {
+    let k = keys(s, key)?;
+    let held = s.hash_get_int(key, owner)?;
+    let now = s.now();
+    purge(s, &k, now as f64)?;
+    let free = s.hash_len(key)? == 0;
+    if free && (s.list_len(&k.queue)? == 0 || s.list_index(&k.queue, 0)?.as_deref() == Some(owner)) {
+        s.list_pop_head(&k.queue);
+        s.zset_rem(&k.deadlines, owner);
+        // Everyone still waiting moves up one place: their deadlines come `wait` closer.
+        s.zset_shift_all(&k.deadlines, -(wait as f64));
+        s.hash_set(key, owner, b"1");
+        s.pexpire_at(key, now + lease);
+        return Ok(Acquired::New);
+    }
+    if held.is_some() {
+        s.hash_incr(key, owner, 1);
+        s.pexpire_at(key, now + lease);
+        return Ok(Acquired::Reentered);
+    }
+    if if_refused == IfRefused::NoQueue {
+        return Ok(Acquired::Refused(1));
+    }
+    if s.zset_score(&k.deadlines, owner)?.is_some() {
+        return Ok(Acquired::Refused(s.pttl(key).max(0)));
+    }
+    let tail = s.list_index(&k.queue, -1)?.filter(|t| t != owner);
+    let ahead = match tail {
+        Some(t) => s.zset_score(&k.deadlines, &t)?,
+        None => None,
+    };
+    let base = match ahead {
+        Some(deadline) => deadline - now as f64,
+        None => s.pttl(key) as f64,
+    };
+    if s.zset_add(&k.deadlines, owner, base + (wait + now) as f64) {
+        s.list_push_tail(&k.queue, owner);
+    }
+    // Lua hands a number back as an integer by truncation.
+    Ok(Acquired::Refused(base as i64))
+}
+
+/// `FAIRLOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` does not hold the lock, 0 if
+/// holds remain, 1 if released (or if the lock was already free); a release wakes the head.
+pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
+    if let Some(earlier) = latch_check(s, key, latch)? {
+        return Ok(earlier);
+    }
+    let k = keys(s, key)?;
+    let held = s.hash_get_int(key, owner)?;
+    let now = s.now();
+    purge(s, &k, now as f64)?;
+    if s.hash_len(key)? == 0 {
+        wake_head(s, key, &k)?;
+        latch_record(s, key, latch, 1);
+        return Ok(Reply::Int(1));
+    }
+    if held.is_none() {
+        return Ok(Reply::Nil);
+    }
+    if s.hash_incr(key, owner, -1) > 0 {
+        s.pexpire_at(key, now + lease);
+        latch_record(s, key, latch, 0);
+        return Ok(Reply::Int(0));
+    }
+    s.del(key);
+    latch_record(s, key, latch, 1);
+    wake_head(s, key, &k)?;
+    Ok(Reply::Int(1))
+}
+
+/// `FAIRLOCK.CANCEL key owner wait`: a waiter gives up. Everyone queued behind it moves up
+/// (their deadlines come `wait` closer) and it leaves the queue; 1 if it was queued.
+pub fn cancel<S: Store>(s: &mut S, key: &[u8], owner: &[u8], wait: i64) -> Result<Reply> {
+    let k = keys(s, key)?;
+    let queue = s.list_all(&k.queue)?;
+    if let Some(i) = queue.iter().position(|w| w == owner) {
+        for behind in &queue[i + 1..] {
+            s.zset_incr(&k.deadlines, behind, -(wait as f64));
+        }
+    }
+    let had_deadline = s.zset_rem(&k.deadlines, owner);
+    let was_queued = s.list_remove(&k.queue, owner) > 0;
+    Ok(Reply::Int(i64::from(had_deadline || was_queued)))
+}
+
+/// `FAIRLOCK.RENEW key owner lease`: the reentrant lock's renewal (no purge).
+pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Reply> {
+    reentrant::renew(s, key, owner, lease)
+}
+
+/// `FAIRLOCK.FORCEUNLOCK key`: deletes the lock whoever holds it and wakes the head; 1 if it
+/// existed.
+pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
+    let k = keys(s, key)?;
+    let now = s.now();
+    purge(s, &k, now as f64)?;
+    if !s.del(key) {
+        return Ok(Reply::Int(0));
+    }
+    wake_head(s, key, &k)?;
+    Ok(Reply::Int(1))
+}
+
+/// Keeps the queue places of waiters parked in the server (with BLOCK) from being purged:
+/// connected, they are alive, whatever their deadline says. Each parked waiter whose deadline
+/// is less than `ahead_ms` away is moved to `ahead_ms + wait` from now, and everyone queued
+/// after it by the same amount, so deadlines stay in queue order.
+pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahead_ms: i64) -> Result<()> {
+    let k = keys(s, key)?;
+    let queue = s.list_all(&k.queue)?;
+    let now = s.now();
+    for &(owner, wait) in parked {
+        let Some(pos) = queue.iter().position(|w| w == owner) else { continue };
+        let Some(deadline) = s.zset_score(&k.deadlines, owner)? else { continue };
+        if deadline >= (now + ahead_ms) as f64 {
+            continue;
+        }
+        let delta = (now + ahead_ms + wait) as f64 - deadline;
+        let mut moved: Vec<&[u8]> = Vec::new();
+        for w in &queue[pos..] {
+            if !moved.contains(&w.as_slice()) && s.zset_score(&k.deadlines, w)?.is_some() {
+                s.zset_incr(&k.deadlines, w, delta);
+                moved.push(w);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "fair_tests.rs"]
+mod tests;

@@ -1,0 +1,177 @@
+//! The fair lock's list (the queue) and zset (the deadlines) on [`RedisStore`]: the same three
+//! steps as every write (key API, keyspace event, deterministic replication).
+//!
+//! Scores are replicated as absolute values (`ZADD key score member`), even where Redisson's
+//! Lua runs `ZINCRBY`: the result is the same and a replay never depends on what it finds.
+
+use super::{RedisStore, GENERIC};
+use crate::core::Result;
+use crate::ffi::{Arg, KeyKind};
+use redis_module::raw;
+
+const LIST: u32 = raw::REDISMODULE_NOTIFY_LIST as u32;
+const ZSET: u32 = raw::REDISMODULE_NOTIFY_ZSET as u32;
+
+/// A score as Redis parses it back exactly (the shortest round-trip form).
+fn score_text(score: f64) -> String {
+    if score.is_finite() {
+        format!("{score}")
+    } else if score > 0.0 {
+        "inf".into()
+    } else {
+        "-inf".into()
+    }
+}
+
+impl RedisStore<'_> {
+    fn typed_len(&mut self, key: &[u8], kind: KeyKind) -> Result<usize> {
+        Ok(self.typed(key, kind)?.map_or(0, |k| k.key.len()))
+    }
+
+    /// After a write that may have emptied `key`: Redis deleted it; say so as `DEL` would.
+    fn notify_if_deleted(&self, i: usize) {
+        let k = &self.keys[i];
+        if k.key.kind() == KeyKind::Empty {
+            self.ctx.notify(GENERIC, c"del", k.name.raw());
+        }
+    }
+
+    pub(super) fn list_len_(&mut self, key: &[u8]) -> Result<usize> {
+        self.typed_len(key, KeyKind::List)
+    }
+
+    /// Reads the list at `key` through a handle of its own. Redis 7.0's key API keeps one
+    /// list iterator per handle, and seeking it back after it has moved can trip an
+    /// assertion; a fresh handle seeks from scratch.
+    fn with_list<T>(&mut self, key: &[u8], read: impl FnOnce(&crate::ffi::Key) -> T) -> Result<Option<T>> {
+        if self.typed(key, KeyKind::List)?.is_none() {
+            return Ok(None);
+        }
+        let name = self.name(key);
+        let handle = self.ctx.open_key(name.raw(), false);
+        Ok(Some(read(&handle)))
+    }
+
+    pub(super) fn list_index_(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
+        Ok(self.with_list(key, |k| k.list_get(i).map(|v| v.bytes().to_vec()))?.flatten())
+    }
+
+    pub(super) fn list_all_(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let all = |k: &crate::ffi::Key| {
+            (0..k.len() as i64).filter_map(|i| k.list_get(i)).map(|v| v.bytes().to_vec()).collect()
+        };
+        Ok(self.with_list(key, all)?.unwrap_or_default())
+    }
+
+    pub(super) fn list_pop_head_(&mut self, key: &[u8]) {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() != KeyKind::List || k.key.list_pop_head().is_none() {
+            return;
+        }
+        self.effect(LIST, c"lpop", k.name.raw(), c"LPOP", &[Arg::B(key)]);
+        self.notify_if_deleted(i);
+    }
+
+    pub(super) fn list_push_tail_(&mut self, key: &[u8], value: &[u8]) {
+        let v = self.name(value);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        k.key.list_push_tail(v.raw());
+        self.effect(LIST, c"rpush", k.name.raw(), c"RPUSH", &[Arg::B(key), Arg::B(value)]);
+    }
+
+    pub(super) fn list_remove_(&mut self, key: &[u8], value: &[u8]) -> usize {
+        let all = self.list_all_(key).unwrap_or_default();
+        let kept: Vec<&Vec<u8>> = all.iter().filter(|v| v.as_slice() != value).collect();
+        let removed = all.len() - kept.len();
+        if removed == 0 {
+            return 0;
+        }
+        // Rebuilt with pops and pushes, which reset the handle's list iterator (deleting in
+        // place seeks it); the key keeps its expiry.
+        let kept: Vec<crate::ffi::RStr> = kept.iter().map(|v| self.ctx.string(v)).collect();
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let expiry = k.key.expire_at();
+        while k.key.list_pop_head().is_some() {}
+        for v in &kept {
+            k.key.list_push_tail(v.as_ref());
+        }
+        if let (Some(at), false) = (expiry, kept.is_empty()) {
+            k.key.set_expire_at(at);
+        }
+        self.effect(LIST, c"lrem", k.name.raw(), c"LREM", &[Arg::B(key), Arg::I(0), Arg::B(value)]);
+        self.notify_if_deleted(i);
+        removed
+    }
+
+    pub(super) fn zset_len_(&mut self, key: &[u8]) -> Result<usize> {
+        self.typed_len(key, KeyKind::Zset)
+    }
+
+    pub(super) fn zset_score_(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>> {
+        let m = self.name(member);
+        Ok(self.typed(key, KeyKind::Zset)?.and_then(|k| k.key.zset_score(m.raw())))
+    }
+
+    /// Sets `member`'s score, firing `event`; true if the member is new.
+    fn zset_put(&mut self, key: &[u8], member: &[u8], score: f64, event: &std::ffi::CStr) -> bool {
+        let m = self.name(member);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if !matches!(k.key.kind(), KeyKind::Empty | KeyKind::Zset) {
+            return false;
+        }
+        let new = k.key.zset_score(m.raw()).is_none();
+        k.key.zset_add(score, m.raw());
+        let text = score_text(score);
+        self.effect(ZSET, event, k.name.raw(), c"ZADD", &[Arg::B(key), Arg::B(text.as_bytes()), Arg::B(member)]);
+        new
+    }
+
+    pub(super) fn zset_add_(&mut self, key: &[u8], member: &[u8], score: f64) -> bool {
+        self.zset_put(key, member, score, c"zadd")
+    }
+
+    pub(super) fn zset_rem_(&mut self, key: &[u8], member: &[u8]) -> bool {
+        let m = self.name(member);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() != KeyKind::Zset || !k.key.zset_rem(m.raw()) {
+            return false;
+        }
+        self.effect(ZSET, c"zrem", k.name.raw(), c"ZREM", &[Arg::B(key), Arg::B(member)]);
+        self.notify_if_deleted(i);
+        true
+    }
+
+    pub(super) fn zset_incr_(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
+        let current = self.zset_score_(key, member).ok().flatten().unwrap_or(0.0);
+        self.zset_put(key, member, current + by, c"zincr");
+        current + by
+    }
+
+    pub(super) fn zset_shift_all_(&mut self, key: &[u8], by: f64) {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() != KeyKind::Zset {
+            return;
+        }
+        let members = k.key.zset_all();
+        let texts: Vec<String> = members.iter().map(|(_, s)| score_text(s + by)).collect();
+        let mut args = Vec::with_capacity(1 + 2 * members.len());
+        args.push(Arg::B(key));
+        for ((m, s), text) in members.iter().zip(&texts) {
+            let member = self.ctx.string(m);
+            k.key.zset_add(s + by, member.as_ref());
+            // One event per member, as Redisson's loop of ZINCRBY fires.
+            self.ctx.notify(ZSET, c"zincr", k.name.raw());
+            args.push(Arg::B(text.as_bytes()));
+            args.push(Arg::B(m));
+        }
+        if !members.is_empty() {
+            self.ctx.replicate(c"ZADD", &args);
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The read-hold index: for each read-write lock whose read holds were scanned once, a
+//! [`HoldExpiries`] cache, so the next read unlocks find the largest lease in O(log N).
+//!
+//! The keyspace stays the only truth. An entry is built from it the first time a read unlock
+//! needs it, is kept current by the module's own writes (`crate::effects` updates it, then
+//! fires its keyspace event while [`accounted`] marks the event as already reflected), and is
+//! dropped on any other event that may have changed what it mirrors: a write by anyone else
+//! (Redisson's Lua, a watchdog renewal, `DEL`, `RENAME`, eviction) to the lock hash or to any
+//! key that may be one of its timeout keys. `expired` events on timeout keys change nothing
+//! (an expired hold's time lies in the past, so it never counts). `FLUSH*`, `SWAPDB`, loading
+//! and a role change drop everything. Memory is bounded by [`MAX_POSITIONS`].
+//!
+//! Redis runs module commands and callbacks on its main thread, so the state is thread-local.
+//! No borrow of it is held while calling into Redis (which may fire events back into here).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use crate::core::hold_expiries::HoldExpiries;
+use crate::names;
+
+/// At most this many holds are indexed over all locks (about 40 bytes each).
+pub const MAX_POSITIONS: usize = 250_000;
+
+const TIMEOUT_MARK: &[u8] = b":rwlock_timeout:";
+
+#[derive(Default)]
+struct Registry {
+    /// db -> lock key -> its holds.
+    locks: HashMap<i32, HashMap<Vec<u8>, HoldExpiries>>,
+    /// db -> the prefix of a lock's timeout keys (`{name}:` or `name:`) -> those locks (two
+    /// lock names, `x` and `{x}`, share one prefix).
+    roots: HashMap<i32, HashMap<Vec<u8>, Vec<Vec<u8>>>>,
+    positions: usize,
+}
+
+thread_local! {
+    static INDEX: RefCell<Registry> = RefCell::new(Registry::default());
+    /// The lock (db, key) whose entry already reflects the event being fired.
+    static ACCOUNTED: RefCell<Option<(i32, Vec<u8>)>> = const { RefCell::new(None) };
+    /// Set if an event could not be applied: the next access drops everything.
+    static STALE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
+    INDEX.with(|r| {
+        let mut r = r.try_borrow_mut().ok()?;
+        if STALE.replace(false) {
+            *r = Registry::default();
+        }
+        Some(f(&mut r))
+    })
+}
+
+impl Registry {
+    fn entry(&mut self, db: i32, key: &[u8]) -> Option<&mut HoldExpiries> {
+        self.locks.get_mut(&db)?.get_mut(key)
+    }
+
+    fn remove(&mut self, db: i32, key: &[u8]) {
+        let Some(h) = self.locks.get_mut(&db).and_then(|m| m.remove(key)) else { return };
+        self.positions = self.positions.saturating_sub(h.positions());
+        let root = names::suffix(key, b"");
+        if let Some(roots) = self.roots.get_mut(&db) {
+            if let Some(v) = roots.get_mut(&root) {
+                v.retain(|k| k != key);
+                if v.is_empty() {
+                    roots.remove(&root);
+                }
+            }
+        }
+    }
+
+    /// Drops every lock that `key` may be a timeout key of, except the accounted one.
+    fn remove_owners_of_timeout_key(&mut self, db: i32, key: &[u8], spare: Option<&[u8]>) {
+        let Some(roots) = self.roots.get(&db) else { return };
+        let mut hit: Vec<Vec<u8>> = Vec::new();
+        for (p, _) in key.iter().enumerate().filter(|(_, &b)| b == b':') {
+            if let Some(locks) = roots.get(&key[..=p]) {
+                hit.extend(locks.iter().filter(|l| Some(l.as_slice()) != spare).cloned());
+            }
+        }
+        for lock in hit {
+            self.remove(db, &lock);
+        }
+    }
+}
+
+/// True if `key` in `db` has an index entry.
+pub fn is_indexed(db: i32, key: &[u8]) -> bool {
+    with(|r| r.entry(db, key).is_some()).unwrap_or(false)
+}
+
+/// The count an indexed lock's entry records for `field`, or None if the lock is not indexed.
+pub fn count(db: i32, key: &[u8], field: &[u8]) -> Option<i64> {
+    with(|r| r.entry(db, key).map(|h| h.count(field))).flatten()
+}
+
+/// The largest remaining read lease of an indexed lock (0 when none is left), or None.
+pub fn max_pttl(db: i32, key: &[u8], now: i64) -> Option<i64> {
+    with(|r| r.entry(db, key).map(|h| h.max_pttl(now))).flatten()
+}
+
+/// Applies a write the module made to an indexed lock; false (nothing done) if not indexed.
+/// `f` must not call into Redis.
+pub fn update(db: i32, key: &[u8], f: impl FnOnce(&mut HoldExpiries)) -> bool {
+    with(|r| {
+        let Some(h) = r.entry(db, key) else { return false };
+        let before = h.positions();
+        f(h);
+        let after = h.positions();
+        r.positions = (r.positions + after).saturating_sub(before);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// Adds a freshly scanned lock, making room by dropping the others if needed; a lock with
+/// more holds than the whole budget stays unindexed (its unlocks scan).
+pub fn insert(db: i32, key: &[u8], holds: HoldExpiries) {
+    let n = holds.positions();
+    if n > MAX_POSITIONS {
+        return;
+    }
+    with(|r| {
+        r.remove(db, key);
+        if r.positions + n > MAX_POSITIONS {
+            *r = Registry::default();
+        }
+        r.positions += n;
+        r.locks.entry(db).or_default().insert(key.to_vec(), holds);
+        r.roots.entry(db).or_default().entry(names::suffix(key, b"")).or_default().push(key.to_vec());
+    });
+}
+
+/// Forgets one lock (the module deleted it).
+pub fn forget(db: i32, key: &[u8]) {
+    with(|r| r.remove(db, key));
+}
+
+/// Forgets everything: FLUSH*, SWAPDB, loading, a role change.
+pub fn clear() {
+    if with(|r| *r = Registry::default()).is_none() {
+        STALE.set(true);
+    }
+}
+
+/// Runs `fire` (which fires the keyspace event of a write already reflected in `key`'s
+/// entry) so that the event does not drop that entry.
+pub fn accounted<T>(db: i32, key: &[u8], fire: impl FnOnce() -> T) -> T {
+    let previous = ACCOUNTED.with(|a| a.replace(Some((db, key.to_vec()))));
+    let out = fire();
+    ACCOUNTED.with(|a| *a.borrow_mut() = previous);
+    out
+}
+
+/// Every keyspace event in the server comes here: drop what it may have made stale.
+pub fn on_keyspace_event(db: i32, event: &[u8], key: &[u8]) {
+    let applied = with(|r| {
+        if r.locks.is_empty() {
+            return;
+        }
+        ACCOUNTED.with(|a| {
+            let a = a.borrow();
+            let spare = a.as_ref().filter(|(d, _)| *d == db).map(|(_, k)| k.as_slice());
+            if spare != Some(key) {
+                r.remove(db, key);
+            }
+            if event != b"expired" && contains(key, TIMEOUT_MARK) {
+                r.remove_owners_of_timeout_key(db, key, spare);
+            }
+        })
+    });
+    if applied.is_none() {
+        STALE.set(true);
+    }
+}
+
+/// Holds indexed now, over all locks (for tests and INFO).
+pub fn positions() -> usize {
+    with(|r| r.positions).unwrap_or(0)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}

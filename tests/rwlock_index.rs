@@ -1,0 +1,126 @@
+//! The read-hold index behind RWLOCK.UNLOCK READ: built by the first read unlock that needs
+//! the largest remaining lease, kept current by the module's own writes, and dropped when
+//! anyone else touches the lock or its timeout keys, so every unlock still sees the keyspace.
+
+mod common;
+
+use std::collections::HashMap;
+use std::thread::sleep;
+use std::time::Duration;
+
+use common::*;
+
+fn t(owner: &str) -> String {
+    names::read_timeout("doc", owner, 1)
+}
+
+fn indexed(c: &mut redis::Connection) -> i64 {
+    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
+    let fields: HashMap<&str, &str> =
+        text.lines().filter_map(|l| l.strip_prefix("lockmod_")?.split_once(':')).collect();
+    fields.get("indexed_read_holds").and_then(|v| v.trim().parse().ok()).expect("indexed_read_holds")
+}
+
+/// Ten readers `r0..r9`, `ri` with a lease of 10 s + i s; `r0` released, which builds the index.
+fn ten_readers_one_released(c: &mut redis::Connection) {
+    for i in 0..10 {
+        ok(c, &["RWLOCK.RLOCK", "doc", &format!("r{i}"), &(10_000 + i * 1000).to_string()]);
+    }
+    assert_eq!(indexed(c), 0, "nothing is indexed before a read unlock needs it");
+    assert_eq!(ok(c, &["RWLOCK.UNLOCK", "doc", "r0", "READ", "1"]), Value::Int(0));
+    assert_eq!(indexed(c), 9);
+    assert_near(pttl(c, "doc"), 19_000, 100);
+}
+
+#[test]
+fn module_writes_keep_the_index_and_its_answers_exact() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ten_readers_one_released(&mut c);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "40000"]);
+    assert_eq!(indexed(&mut c), 10, "a second hold of r1 joins the entry");
+    ok(&mut c, &["RWLOCK.RENEW", "doc", "r2", "50000"]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r3", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 50_000, 100);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r2", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 40_000, 100);
+    assert_eq!(indexed(&mut c), 8, "still indexed: only the module wrote");
+}
+
+#[test]
+fn foreign_writes_to_timeout_keys_are_seen_by_the_next_unlock() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ten_readers_one_released(&mut c);
+
+    ok(&mut c, &["PEXPIRE", &t("r1"), "60000"]);
+    assert_eq!(indexed(&mut c), 0, "a foreign PEXPIRE drops the entry");
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r2", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 60_000, 100);
+    assert_eq!(indexed(&mut c), 8);
+
+    ok(&mut c, &["DEL", &t("r1")]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r3", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 19_000, 200);
+
+    // Redisson's read lock sets its timeout key from Lua.
+    let script = "return redis.call('set', KEYS[1], '1', 'px', ARGV[1])";
+    ok(&mut c, &["EVAL", script, "1", &t("r4"), "90000"]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r5", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 90_000, 100);
+
+    ok(&mut c, &["PERSIST", &t("r4")]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r6", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 19_000, 200);
+}
+
+#[test]
+fn foreign_writes_to_the_lock_hash_drop_the_entry() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ten_readers_one_released(&mut c);
+    ok(&mut c, &["HSET", "doc", "r1", "2"]);
+    assert_eq!(indexed(&mut c), 0);
+    ok(&mut c, &["SET", &names::read_timeout("doc", "r1", 2), "1", "PX", "70000"]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r9", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 70_000, 100);
+}
+
+/// A renewal refreshes the holds that still exist; one that expired stays gone, in the index
+/// as in the keyspace, so the last unlock frees the lock.
+#[test]
+fn renewing_an_owner_does_not_revive_its_expired_hold() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "a", "100"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "b", "3000"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "c", "3000"]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "c", "READ", "1"]), Value::Int(0));
+    assert_eq!(indexed(&mut c), 2);
+    sleep(Duration::from_millis(150));
+    assert_eq!(ok(&mut c, &["RWLOCK.RENEW", "doc", "a", "60000"]), Value::Int(1));
+    assert_eq!(pttl(&mut c, &t("a")), -2);
+    let sub = s.subscriber();
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "b", "READ", "1"]), Value::Int(1));
+    assert_eq!(keys(&mut c), Vec::<String>::new());
+    assert_eq!(sub.take_n(1, Duration::from_secs(2)), msgs(&[("redisson_rwlock:{doc}", "0")]));
+}
+
+#[test]
+fn reload_flush_and_swapdb_drop_everything() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ten_readers_one_released(&mut c);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(indexed(&mut c), 0);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r9", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 18_000, 300);
+    assert_eq!(indexed(&mut c), 8);
+    ok(&mut c, &["SWAPDB", "0", "1"]);
+    assert_eq!(indexed(&mut c), 0);
+    ok(&mut c, &["SWAPDB", "0", "1"]);
+    ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r8", "READ", "1"]);
+    assert_eq!(indexed(&mut c), 7);
+    ok(&mut c, &["FLUSHALL"]);
+    assert_eq!(indexed(&mut c), 0);
+}
