@@ -6,16 +6,30 @@ use plotters::prelude::*;
 
 use crate::server::Res;
 
-const COLORS: [RGBColor; 6] =
-    [RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(255, 127, 14), RGBColor(148, 103, 189), RGBColor(127, 127, 127)];
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(127, 127, 127),
+];
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("chart: {e:?}")
 }
 
 /// A line chart of named series of (x, y) points; `log` puts both axes on a log scale.
-pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)], log: bool) -> Res<()> {
-    let pts: Vec<(f64, f64)> = series.iter().flat_map(|s| s.1.iter().copied()).filter(|p| p.1.is_finite() && p.1 > 0.0).collect();
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    log: bool,
+) -> Res<()> {
+    let pts: Vec<(f64, f64)> =
+        series.iter().flat_map(|s| s.1.iter().copied()).filter(|p| p.1.is_finite() && p.1 > 0.0).collect();
     if pts.is_empty() {
         return Ok(());
     }
@@ -31,18 +45,31 @@ pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[(
             .map_err(err)?;
         c.configure_mesh().x_desc(x_label).y_desc(y_label).draw().map_err(err)?;
         draw_series(&mut c, series)?;
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw().map_err(err)?;
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(err)?;
     } else {
         let mut c = b.build_cartesian_2d(0.0..xmax * 1.05, 0.0..ymax * 1.15).map_err(err)?;
         c.configure_mesh().x_desc(x_label).y_desc(y_label).draw().map_err(err)?;
         draw_series(&mut c, series)?;
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperRight).draw().map_err(err)?;
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(err)?;
     }
     root.present().map_err(err)?;
     Ok(())
 }
 
-fn draw_series<'a, DB, X, Y>(c: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>, series: &[(String, Vec<(f64, f64)>)]) -> Res<()>
+fn draw_series<'a, DB, X, Y>(
+    c: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Res<()>
 where
     DB: DrawingBackend + 'a,
     X: Ranged<ValueType = f64>,

@@ -100,7 +100,8 @@ fn load_scripts(dir: &Path, servers: &[&Server]) -> Res<HashMap<String, String>>
         let body = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         for s in servers {
             let mut c = s.conn()?;
-            let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&body).query(&mut c).map_err(|e| format!("{stem}: {e}"))?;
+            let sha: String =
+                redis::cmd("SCRIPT").arg("LOAD").arg(&body).query(&mut c).map_err(|e| format!("{stem}: {e}"))?;
             shas.insert(stem.clone(), sha);
         }
     }
@@ -171,7 +172,11 @@ fn run() -> Res<()> {
 fn header(b: &Bench, binary: &str, secs: u64) -> Res<String> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let version = server::info(&mut b.m.conn()?, "server")?.get("redis_version").cloned().unwrap_or_default();

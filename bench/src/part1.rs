@@ -47,11 +47,8 @@ fn plan(w: &Workload, sha: &str, round: usize, n: usize) -> Plan {
     let now = now_ms();
     let (mut setup, mut module, mut lua, mut set) = (vec![], vec![], vec![], vec![]);
     for i in 0..n {
-        let ctx = Ctx {
-            key: format!("bench:{round}:{i}"),
-            owner: "6b1f0c3a-0000-4000-8000-000000000001:1".into(),
-            now,
-        };
+        let ctx =
+            Ctx { key: format!("bench:{round}:{i}"), owner: "6b1f0c3a-0000-4000-8000-000000000001:1".into(), now };
         setup.extend((w.setup)(&ctx));
         module.push((w.module)(&ctx));
         let (keys, argv) = (w.lua)(&ctx);
@@ -82,7 +79,16 @@ pub fn run(b: &mut Bench) -> Res<()> {
     for w in table() {
         let what = format!("part 1 {}", w.name);
         if !b.available(&what, w.command, &[w.script]) {
-            t.row(vec![w.name.into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into()]);
+            t.row(vec![
+                w.name.into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+            ]);
             continue;
         }
         let sha = b.sha(w.script).unwrap_or_default();

@@ -197,19 +197,42 @@ pub fn run(b: &mut Bench) -> Res<()> {
         series.push(("read unlock, module".to_string(), p.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>()));
         series.push(("read unlock, Lua".to_string(), p.iter().map(|x| (x.0, x.2)).collect()));
     } else {
-        t.row(vec!["read unlock".into(), "all".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into()]);
+        t.row(vec![
+            "read unlock".into(),
+            "all".into(),
+            "n/a".into(),
+            "n/a".into(),
+            "n/a".into(),
+            "n/a".into(),
+            "n/a".into(),
+        ]);
     }
     if b.available("part 2 fair grant", "FAIRLOCK.ACQUIRE", &["fair_acquire", "fair_unlock"]) {
         let p = scenario(b, "fair grant", ["fair_acquire", "fair_unlock"], fair_grant_chunk, &mut t)?;
         series.push(("fair grant, module".to_string(), p.iter().map(|x| (x.0, x.1)).collect()));
         series.push(("fair grant, Lua".to_string(), p.iter().map(|x| (x.0, x.2)).collect()));
     } else {
-        t.row(vec!["fair grant".into(), "all".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into(), "n/a".into()]);
+        t.row(vec![
+            "fair grant".into(),
+            "all".into(),
+            "n/a".into(),
+            "n/a".into(),
+            "n/a".into(),
+            "n/a".into(),
+            "n/a".into(),
+        ]);
     }
     let mut charts = vec![];
     if !series.is_empty() {
         let file = "scaling.svg";
-        chart::lines(&b.out.join("img").join(file), "Server usec per call against N", "N (holders or waiters)", "usec per call", &series, true)?;
+        chart::lines(
+            &b.out.join("img").join(file),
+            "Server usec per call against N",
+            "N (holders or waiters)",
+            "usec per call",
+            &series,
+            true,
+        )?;
         charts.push((file.to_string(), "usec per call against N, module and Lua, log axes".to_string()));
     }
     b.report.section(

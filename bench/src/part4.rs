@@ -1,3 +1,5 @@
 //! stub
 use crate::{server::Res, Bench};
-pub fn run(_b: &mut Bench) -> Res<()> { Ok(()) }
+pub fn run(_b: &mut Bench) -> Res<()> {
+    Ok(())
+}

@@ -158,10 +158,12 @@ pub fn cpu_seconds(c: &mut redis::Connection) -> Res<f64> {
     Ok(g("used_cpu_sys") + g("used_cpu_user"))
 }
 
-/// `(calls, usec)` of one command in `INFO commandstats` (lowercase name, as Redis reports it).
+/// `(calls, usec)` of one command in `INFO commandstats` (any case).
 pub fn command_stat(c: &mut redis::Connection, name: &str) -> Res<(u64, u64)> {
     let i = info(c, "commandstats")?;
-    let Some(line) = i.get(&format!("cmdstat_{}", name.to_lowercase())) else { return Ok((0, 0)) };
+    // Redis keeps a module command's name as registered (upper case here), a core one in lower.
+    let want = format!("cmdstat_{name}");
+    let Some(line) = i.iter().find(|(k, _)| k.eq_ignore_ascii_case(&want)).map(|(_, v)| v) else { return Ok((0, 0)) };
     let field = |k: &str| {
         line.split(',').find_map(|kv| kv.strip_prefix(k).and_then(|v| v.strip_prefix('='))).and_then(|v| v.parse().ok())
     };
