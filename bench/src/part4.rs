@@ -60,6 +60,9 @@ fn kinds() -> Vec<Kind> {
     ]
 }
 
+/// Per strategy: cs/s, attempts per cs, waits (usec), server CPU usec per cs, over the rounds.
+type Cells = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+
 const STRATEGIES: [&str; 3] = ["BLOCK", "Redisson (pub/sub)", "1 ms polling"];
 
 /// What one client thread did.
@@ -212,7 +215,7 @@ pub fn run(b: &mut Bench) -> Res<()> {
         let mut cpu_block = vec![];
         for &n in ks {
             // Per strategy: cs/s, attempts/cs, cpu/cs per round; waits pooled.
-            let mut v: Vec<(Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>)> = (0..3).map(|_| Default::default()).collect();
+            let mut v: Vec<Cells> = (0..3).map(|_| Default::default()).collect();
             for r in 0..rounds {
                 let order = if r % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
                 for s in order {
