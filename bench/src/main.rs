@@ -162,7 +162,12 @@ fn run() -> Res<()> {
     part4::run(&mut b)?;
     part5::run(&mut b)?;
     let header = header(&b, &binary, started.elapsed().as_secs())?;
-    let md = b.report.markdown(&header);
+    let mut md = b.report.markdown(&header);
+    // Hand-written notes (profiles, what bounds a missed target) survive every regeneration.
+    if let Ok(notes) = std::fs::read_to_string(root.join("notes.md")) {
+        md.push('\n');
+        md.push_str(&notes);
+    }
     let file = out.join("benchmarks.md");
     std::fs::write(&file, md).map_err(|e| format!("{}: {e}", file.display()))?;
     progress!("wrote {} in {} s", file.display(), started.elapsed().as_secs());
