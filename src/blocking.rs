@@ -128,6 +128,8 @@ struct Waiter {
     client: u64,
     bc: BlockedClient,
     req: Request,
+    /// When it parked (ms), for `LOCK.INFO`.
+    since: i64,
 }
 
 #[derive(Default)]
@@ -161,7 +163,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req }));
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
     arm_expiry(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
@@ -172,6 +174,22 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
     with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+}
+
+/// The clients parked on `key` in `db`, in arrival order, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
+    let now = Ctx::now_ms();
+    let id = (db, key.to_vec());
+    let list = |w: &Waiter| {
+        let (request, owner) = match &w.req {
+            Request::Lock { owner, .. } => ("lock", owner),
+            Request::Read { owner, .. } => ("read", owner),
+            Request::Write { owner, .. } => ("write", owner),
+            Request::Fair { owner, .. } => ("fair", owner),
+        };
+        crate::core::info::Parked { client: w.client, request, owner: owner.clone(), waited_ms: now - w.since }
+    };
+    with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -189,20 +207,27 @@ pub fn serve_now(ctx: &Ctx) {
     }
 }
 
-/// Grants `id` to its parked clients, in order, while they can have it.
+/// Grants `id` to its parked clients, in order, while they can have it. A refused fair waiter
+/// does not stop the walk: the lock's own queue decides who is first, and a parked waiter may
+/// stand anywhere in it (Redisson clients queue too).
 fn serve(ctx: &Ctx, id: &LockId) {
     let args = Args::empty();
-    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
+    let mut i = 0;
+    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten() {
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         let outcome = attempt(&mut store, &id.1, &req);
         drop(store);
         let reply = match outcome {
+            Ok(Attempt::Refused(_)) if matches!(req, Request::Fair { .. }) => {
+                i += 1;
+                continue;
+            }
             Ok(Attempt::Refused(_)) => break,
             Ok(Attempt::Granted(reply)) => reply,
             // The key changed type under the waiter: it gets the error the command would give.
             Err(e) => Reply::Error(e.to_string()),
         };
-        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(VecDeque::pop_front)).flatten() {
+        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
             stats::HANDOFFS.inc();
             w.bc.unblock(Some(reply));
         }

@@ -304,11 +304,24 @@ impl Store for RedisStore<'_> {
         self.zset_shift_all_(key, by)
     }
 
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>> {
+        Ok(self.typed(key, KeyKind::Zset)?.map_or_else(Vec::new, |k| k.key.zset_all()))
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
+        let cluster = self.ctx.flags() & CLUSTER_FLAG != 0;
+        // `lockmod.pubsub sharded`: as SPUBLISH, which Redis itself propagates to replicas only
+        // outside a cluster (in one, the cluster bus carries it to the shard's replicas).
+        if crate::config::sharded() && self.ctx.publish_shard(channel, message) {
+            if !cluster {
+                self.ctx.replicate(c"SPUBLISH", &[Arg::B(channel), Arg::B(message)]);
+            }
+            return;
+        }
         self.ctx.publish(channel, message);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
         // message already travels over the cluster bus, so propagating it would repeat it.
-        if self.ctx.flags() & CLUSTER_FLAG == 0 {
+        if !cluster {
             self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
         }
     }

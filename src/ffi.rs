@@ -41,7 +41,9 @@ macro_rules! api {
 }
 
 // Declared after `api!` so the macro is in scope there.
+pub mod config;
 pub mod events;
+pub mod metadata;
 pub mod server;
 
 #[cold]
@@ -360,6 +362,18 @@ impl Ctx {
         let m = self.string(message);
         // SAFETY: live context and strings.
         unsafe { api!(RedisModule_PublishMessage)(self.0, c.ptr, m.ptr) };
+    }
+
+    /// Publishes to shard subscribers (`SPUBLISH`); false, publishing nothing, on a server
+    /// without the API (it is in every Redis 7.0).
+    pub fn publish_shard(&self, channel: &[u8], message: &[u8]) -> bool {
+        // SAFETY: read-only access to a pointer Redis wrote during RedisModule_Init.
+        let Some(f) = (unsafe { raw::RedisModule_PublishMessageShard }) else { return false };
+        let c = self.string(channel);
+        let m = self.string(message);
+        // SAFETY: live context and strings.
+        unsafe { f(self.0, c.ptr, m.ptr) };
+        true
     }
 
     /// Appends `cmd args...` to the replication stream and the AOF.

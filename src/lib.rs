@@ -5,10 +5,12 @@
 
 pub mod blocking;
 pub mod commands;
+pub mod config;
 pub mod core;
 pub mod effects;
 pub mod ffi;
 pub mod hold_index;
+pub mod metadata;
 pub mod names;
 pub mod stats;
 
@@ -19,29 +21,33 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::command_fn;
-    use crate::commands::{fair, lock, rwlock};
+    use crate::commands::{fair, info, lock, rwlock};
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
+    /// Names are lowercase, as Redis' own: the metadata sets each command's arity, so Redis
+    /// checks it first and names the command in its error as registered.
     fn command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
         vec![
-            (c"LOCK.ACQUIRE", command_fn!(lock::lock_acquire), c"write deny-oom fast"),
-            (c"LOCK.UNLOCK", command_fn!(lock::lock_unlock), c"write fast"),
-            (c"LOCK.RENEW", command_fn!(lock::lock_renew), c"write fast"),
-            (c"LOCK.FORCEUNLOCK", command_fn!(lock::lock_forceunlock), c"write fast"),
-            (c"RWLOCK.RLOCK", command_fn!(rwlock::rwlock_rlock), c"write deny-oom fast"),
-            (c"RWLOCK.WLOCK", command_fn!(rwlock::rwlock_wlock), c"write deny-oom fast"),
+            (c"lock.acquire", command_fn!(lock::lock_acquire), c"write deny-oom fast"),
+            (c"lock.unlock", command_fn!(lock::lock_unlock), c"write fast"),
+            (c"lock.renew", command_fn!(lock::lock_renew), c"write fast"),
+            (c"lock.forceunlock", command_fn!(lock::lock_forceunlock), c"write fast"),
+            (c"rwlock.rlock", command_fn!(rwlock::rwlock_rlock), c"write deny-oom fast"),
+            (c"rwlock.wlock", command_fn!(rwlock::rwlock_wlock), c"write deny-oom fast"),
             // O(read holds): the largest remaining lease over them (indexed, built once).
-            (c"RWLOCK.UNLOCK", command_fn!(rwlock::rwlock_unlock), c"write"),
+            (c"rwlock.unlock", command_fn!(rwlock::rwlock_unlock), c"write"),
             // O(the owner's read holds).
-            (c"RWLOCK.RENEW", command_fn!(rwlock::rwlock_renew), c"write"),
-            (c"RWLOCK.FORCEUNLOCK", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
+            (c"rwlock.renew", command_fn!(rwlock::rwlock_renew), c"write"),
+            (c"rwlock.forceunlock", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
             // O(waiters): a grant moves every queued waiter's deadline.
-            (c"FAIRLOCK.ACQUIRE", command_fn!(fair::fairlock_acquire), c"write deny-oom"),
-            (c"FAIRLOCK.UNLOCK", command_fn!(fair::fairlock_unlock), c"write"),
-            (c"FAIRLOCK.CANCEL", command_fn!(fair::fairlock_cancel), c"write"),
-            (c"FAIRLOCK.RENEW", command_fn!(fair::fairlock_renew), c"write fast"),
-            (c"FAIRLOCK.FORCEUNLOCK", command_fn!(fair::fairlock_forceunlock), c"write"),
+            (c"fairlock.acquire", command_fn!(fair::fairlock_acquire), c"write deny-oom"),
+            (c"fairlock.unlock", command_fn!(fair::fairlock_unlock), c"write"),
+            (c"fairlock.cancel", command_fn!(fair::fairlock_cancel), c"write"),
+            (c"fairlock.renew", command_fn!(fair::fairlock_renew), c"write fast"),
+            (c"fairlock.forceunlock", command_fn!(fair::fairlock_forceunlock), c"write"),
+            // O(holders + waiters): not `fast`. Read-only, so it runs on a replica.
+            (c"lock.info", command_fn!(info::lock_info), c"readonly"),
         ]
     }
 
@@ -56,6 +62,10 @@ mod module {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
             return Status::Err;
         }
+        if !ffi::config::register(ctx) {
+            ctx.log_warning("lockmod: could not register or load the module configs");
+            return Status::Err;
+        }
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
             return Status::Err;
@@ -63,6 +73,14 @@ mod module {
         for (name, f, flags) in command_table() {
             if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
                 ctx.log_warning(&format!("lockmod: could not register {name:?}"));
+                return Status::Err;
+            }
+        }
+        // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
+        // only where the command exists.
+        for meta in crate::metadata::COMMANDS {
+            if !ffi::metadata::apply(ctx, meta) {
+                ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
                 return Status::Err;
             }
         }

@@ -7,25 +7,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::parked::wait_blocked;
 use common::*;
-
-/// Waits until the server reports `n` blocked clients.
-fn wait_blocked(c: &mut redis::Connection, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let info: String = redis::cmd("INFO").arg("clients").query(c).expect("INFO");
-        let now = info
-            .lines()
-            .find_map(|l| l.strip_prefix("blocked_clients:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
-        if now == n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "blocked_clients stayed {now}, wanted {n}");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Starts `LOCK.ACQUIRE key owner lease BLOCK ms` on its own connection; the handle returns
 /// the reply and when it arrived.

@@ -8,26 +8,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::parked::{blocked_clients, wait_blocked};
 use common::*;
 
 type Parked = thread::JoinHandle<(Result<Value, String>, Instant)>;
-
-fn blocked_clients(c: &mut redis::Connection) -> usize {
-    let info: String = redis::cmd("INFO").arg("clients").query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(usize::MAX)
-}
-
-/// Waits until the server reports `n` blocked clients.
-fn wait_blocked(c: &mut redis::Connection, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while blocked_clients(c) != n {
-        assert!(Instant::now() < deadline, "blocked_clients never reached {n}");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Runs `args` on a connection of its own; the handle returns the reply and when it came.
 fn park(s: &Server, args: &[&str]) -> Parked {

@@ -322,6 +322,12 @@ impl Store for MemoryStore {
         }
     }
 
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>> {
+        let mut v: Vec<_> = self.zset(key)?.into_iter().collect();
+        v.sort_by(|a, b| a.1.total_cmp(&b.1));
+        Ok(v)
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
     }

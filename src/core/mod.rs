@@ -8,6 +8,7 @@
 pub mod error;
 pub mod fair;
 pub mod hold_expiries;
+pub mod info;
 pub mod reentrant;
 pub mod rwlock;
 pub mod store;

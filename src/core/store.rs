@@ -83,6 +83,8 @@ pub trait Store {
     /// Adds `by` to every member's score: Redisson's `ZINCRBY` loop over `ZRANGE key 0 -1`,
     /// done in one pass.
     fn zset_shift_all(&mut self, key: &[u8], by: f64);
+    /// `ZRANGE key 0 -1 WITHSCORES`, lowest score first.
+    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>>;
 
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.

@@ -8,6 +8,7 @@
 
 pub mod diff;
 pub mod names;
+pub mod parked;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

@@ -1,0 +1,49 @@
+//! Registers the module configs (`lockmod.*`, Redis 7.0+) whose values live in `crate::config`.
+
+use std::os::raw::{c_char, c_int, c_void};
+
+use redis_module::raw;
+
+use super::OK;
+use crate::config;
+
+extern "C" fn get_pubsub(_name: *const c_char, _privdata: *mut c_void) -> c_int {
+    config::pubsub()
+}
+
+extern "C" fn set_pubsub(_name: *const c_char, val: c_int, _privdata: *mut c_void, _err: *mut RawErr) -> c_int {
+    // Redis only passes values of the registered enum; the check is for the impossible rest.
+    if config::set_pubsub(val) {
+        OK
+    } else {
+        raw::REDISMODULE_ERR as c_int
+    }
+}
+
+type RawErr = *mut raw::RedisModuleString;
+
+/// Registers every config and loads the values given at load time. False if Redis refused.
+pub fn register(ctx: &redis_module::Context) -> bool {
+    let mut names: [*const c_char; 2] = [c"global".as_ptr(), c"sharded".as_ptr()];
+    let values: [c_int; 2] = [config::PUBSUB_GLOBAL, config::PUBSUB_SHARDED];
+    // SAFETY: OnLoad context; the name and enum strings are NUL-terminated statics (Redis
+    // copies them anyway); the arrays hold `num_enum_vals` entries; the callbacks match the
+    // C signatures and ignore `privdata`.
+    let registered = unsafe {
+        api!(RedisModule_RegisterEnumConfig)(
+            ctx.ctx,
+            c"pubsub".as_ptr(),
+            config::PUBSUB_GLOBAL,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            names.as_mut_ptr(),
+            values.as_ptr(),
+            2,
+            Some(get_pubsub),
+            Some(set_pubsub),
+            None,
+            std::ptr::null_mut(),
+        )
+    } == OK;
+    // SAFETY: OnLoad context, after every config is registered.
+    registered && unsafe { api!(RedisModule_LoadConfigs)(ctx.ctx) } == OK
+}

@@ -1,0 +1,227 @@
+//! Command metadata for Redis 7 (`COMMAND INFO`, `COMMAND DOCS`, `COMMAND GETKEYS`): data only.
+//!
+//! One row per command of the design, whether or not it is registered yet: the apply step in
+//! `ffi::metadata` looks each command up by name and skips the rows of commands that do not
+//! exist, so a command table added later picks up its row by registering the name.
+
+/// What an argument is, as `COMMAND DOCS` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// The lock key (key spec 0).
+    Key,
+    String,
+    Integer,
+    /// A bare word such as `TOKEN`.
+    PureToken,
+    /// Exactly one of the sub-arguments.
+    OneOf,
+    /// The sub-arguments in sequence, after the argument's token.
+    Block,
+}
+
+#[derive(Debug)]
+pub struct Arg {
+    pub name: &'static str,
+    pub kind: ArgKind,
+    pub token: Option<&'static str>,
+    pub optional: bool,
+    pub subargs: &'static [Arg],
+}
+
+/// What a command does with its key, as key-spec flags (see `REDISMODULE_CMD_KEY_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyAccess {
+    /// Reads what it replies (`LOCK.INFO`).
+    Read,
+    /// Creates or updates the hold (acquire).
+    Acquire,
+    /// Updates or deletes the hold (unlock).
+    Release,
+    /// Updates the expiry (renew).
+    Update,
+    /// Deletes the key (force unlock).
+    Delete,
+}
+
+#[derive(Debug)]
+pub struct Command {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// As Redis counts it: the command name included, negative for "at least".
+    pub arity: i32,
+    pub key: KeyAccess,
+    /// ACL categories beyond the ones Redis derives from the flags (7.2+ only).
+    pub acl: &'static str,
+    pub args: &'static [Arg],
+}
+
+pub const SINCE: &str = "1.0.0";
+
+const fn arg(name: &'static str, kind: ArgKind) -> Arg {
+    Arg { name, kind, token: None, optional: false, subargs: &[] }
+}
+
+const KEY: Arg = arg("key", ArgKind::Key);
+const OWNER: Arg = arg("owner", ArgKind::String);
+const LEASE: Arg = arg("lease", ArgKind::Integer);
+const WAIT: Arg = arg("wait", ArgKind::Integer);
+const BLOCK: Arg = Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
+const TOKEN: Arg = Arg { name: "token", kind: ArgKind::PureToken, token: Some("TOKEN"), optional: true, subargs: &[] };
+const NOQUEUE: Arg =
+    Arg { name: "noqueue", kind: ArgKind::PureToken, token: Some("NOQUEUE"), optional: true, subargs: &[] };
+const LATCH: Arg = Arg {
+    name: "latch",
+    kind: ArgKind::Block,
+    token: Some("LATCH"),
+    optional: true,
+    subargs: &[arg("request_id", ArgKind::String), arg("latch_ms", ArgKind::Integer)],
+};
+const SIDE: Arg = Arg {
+    name: "side",
+    kind: ArgKind::OneOf,
+    token: None,
+    optional: false,
+    subargs: &[
+        Arg { name: "read", kind: ArgKind::PureToken, token: Some("READ"), optional: false, subargs: &[] },
+        Arg { name: "write", kind: ArgKind::PureToken, token: Some("WRITE"), optional: false, subargs: &[] },
+    ],
+};
+
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "LOCK.ACQUIRE",
+        summary: "Acquires a reentrant lock (Redisson RLock), optionally waiting and fenced",
+        complexity: "O(1)",
+        arity: -4,
+        key: KeyAccess::Acquire,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE, BLOCK, TOKEN],
+    },
+    Command {
+        name: "LOCK.UNLOCK",
+        summary: "Releases one hold of a reentrant lock and wakes its waiters",
+        complexity: "O(1)",
+        arity: -4,
+        key: KeyAccess::Release,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE, LATCH],
+    },
+    Command {
+        name: "LOCK.RENEW",
+        summary: "Extends the lease of a held reentrant lock",
+        complexity: "O(1)",
+        arity: 4,
+        key: KeyAccess::Update,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE],
+    },
+    Command {
+        name: "LOCK.FORCEUNLOCK",
+        summary: "Deletes a reentrant lock whoever holds it and wakes its waiters",
+        complexity: "O(1)",
+        arity: 2,
+        key: KeyAccess::Delete,
+        acl: "write",
+        args: &[KEY],
+    },
+    Command {
+        name: "LOCK.INFO",
+        summary: "Shows a lock's kind, holders, lease, queue, parked clients and fencing counter",
+        complexity: "O(N) where N is the number of holds, queued and parked clients",
+        arity: 2,
+        key: KeyAccess::Read,
+        acl: "read",
+        args: &[KEY],
+    },
+    Command {
+        name: "RWLOCK.RLOCK",
+        summary: "Acquires a read hold of a read-write lock (Redisson RReadWriteLock)",
+        complexity: "O(1)",
+        arity: -4,
+        key: KeyAccess::Acquire,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE, BLOCK],
+    },
+    Command {
+        name: "RWLOCK.WLOCK",
+        summary: "Acquires the write hold of a read-write lock",
+        complexity: "O(1)",
+        arity: -4,
+        key: KeyAccess::Acquire,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE, BLOCK],
+    },
+    Command {
+        name: "RWLOCK.UNLOCK",
+        summary: "Releases one read or write hold of a read-write lock",
+        complexity: "O(N) where N is the number of read holds",
+        arity: -5,
+        key: KeyAccess::Release,
+        acl: "write",
+        args: &[KEY, OWNER, SIDE, LEASE, LATCH],
+    },
+    Command {
+        name: "RWLOCK.RENEW",
+        summary: "Extends the lease of an owner's holds of a read-write lock",
+        complexity: "O(N) where N is the owner's number of read holds",
+        arity: 4,
+        key: KeyAccess::Update,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE],
+    },
+    Command {
+        name: "RWLOCK.FORCEUNLOCK",
+        summary: "Deletes a read-write lock if it is in the given mode",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Delete,
+        acl: "write",
+        args: &[KEY, SIDE],
+    },
+    Command {
+        name: "FAIRLOCK.ACQUIRE",
+        summary: "Acquires a fair lock (Redisson RFairLock) or joins its queue",
+        complexity: "O(N) where N is the number of queued waiters",
+        arity: -5,
+        key: KeyAccess::Acquire,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE, WAIT, NOQUEUE, BLOCK],
+    },
+    Command {
+        name: "FAIRLOCK.UNLOCK",
+        summary: "Releases one hold of a fair lock and notifies the head of its queue",
+        complexity: "O(N) where N is the number of queued waiters",
+        arity: -4,
+        key: KeyAccess::Release,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE, LATCH],
+    },
+    Command {
+        name: "FAIRLOCK.CANCEL",
+        summary: "Removes a waiter from a fair lock's queue",
+        complexity: "O(N) where N is the number of queued waiters",
+        arity: 4,
+        key: KeyAccess::Release,
+        acl: "write",
+        args: &[KEY, OWNER, WAIT],
+    },
+    Command {
+        name: "FAIRLOCK.RENEW",
+        summary: "Extends the lease of a held fair lock",
+        complexity: "O(1)",
+        arity: 4,
+        key: KeyAccess::Update,
+        acl: "write",
+        args: &[KEY, OWNER, LEASE],
+    },
+    Command {
+        name: "FAIRLOCK.FORCEUNLOCK",
+        summary: "Deletes a fair lock whoever holds it and notifies the head of its queue",
+        complexity: "O(N) where N is the number of queued waiters",
+        arity: 2,
+        key: KeyAccess::Delete,
+        acl: "write",
+        args: &[KEY],
+    },
+];

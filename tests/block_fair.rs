@@ -1,0 +1,222 @@
+//! `FAIRLOCK.ACQUIRE ... BLOCK ms`: parked waiters hold their place in the Redisson queue,
+//! are served in its order, stay alive past their `wait`, and leave it when they give up.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::parked::{blocked_clients, wait_blocked};
+use common::*;
+
+const Q: &str = "redisson_lock_queue:{doc}";
+const Z: &str = "redisson_lock_timeout:{doc}";
+
+type Parked = thread::JoinHandle<(Result<Value, String>, Instant)>;
+
+fn queue(c: &mut redis::Connection) -> Vec<String> {
+    redis::cmd("LRANGE").arg(Q).arg(0).arg(-1).query(c).expect("LRANGE")
+}
+
+/// Parks `owner` (lease 30 s, the given wait and BLOCK) on its own connection.
+fn park(s: &Server, c: &mut redis::Connection, owner: &str, wait: &str, block: &str) -> Parked {
+    let n = blocked_clients(c);
+    let mut pc = s.conn();
+    let args: Vec<String> =
+        ["FAIRLOCK.ACQUIRE", "doc", owner, "30000", wait, "BLOCK", block].iter().map(|a| a.to_string()).collect();
+    let p = thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        (call(&mut pc, &a), Instant::now())
+    });
+    wait_blocked(c, n + 1);
+    p
+}
+
+fn granted(p: Parked) -> Instant {
+    let (reply, at) = p.join().expect("parked client");
+    assert_eq!(reply, Ok(Value::Nil));
+    at
+}
+
+#[test]
+fn parked_waiters_queue_visibly_and_are_handed_the_lock_in_order() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+    let waiters: Vec<Parked> = (0..5).map(|i| park(&s, &mut c, &format!("w{i}"), "60000", "5000")).collect();
+    assert_eq!(queue(&mut c), ["w0", "w1", "w2", "w3", "w4"], "a Redisson client sees them queued");
+    let mut holder = "holder".to_string();
+    for (i, p) in waiters.into_iter().enumerate() {
+        assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", &holder, "30000"]), Value::Int(1));
+        granted(p);
+        holder = format!("w{i}");
+        assert_eq!(hgetall(&mut c, "doc"), map(&[(holder.as_str(), "1")]), "grant {i}");
+        assert_eq!(queue(&mut c).len(), 4 - i);
+    }
+    assert_eq!(keys(&mut c), ["doc"]);
+}
+
+#[test]
+fn a_parked_waiter_wakes_on_force_unlock_del_and_lease_expiry() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for (i, release) in [&["FAIRLOCK.FORCEUNLOCK", "doc"][..], &["DEL", "doc"]].iter().enumerate() {
+        ok(&mut c, &["FLUSHALL"]);
+        ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+        let p = park(&s, &mut c, &format!("w{i}"), "60000", "5000");
+        ok(&mut c, release);
+        granted(p);
+    }
+    ok(&mut c, &["FLUSHALL"]);
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "300", "60000"]);
+    let deadline = Instant::now() + Duration::from_millis(pttl(&mut c, "doc") as u64);
+    let p = park(&s, &mut c, "late", "60000", "5000");
+    let late = granted(p).saturating_duration_since(deadline);
+    assert!(late < Duration::from_millis(100), "granted {late:?} after the lease ran out");
+}
+
+#[test]
+fn a_timed_out_waiter_gets_the_ttl_and_leaves_the_queue_as_cancel_does() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+    let a = park(&s, &mut c, "a", "60000", "150");
+    let b = park(&s, &mut c, "b", "60000", "0");
+    let (reply, _) = a.join().expect("a");
+    assert_near(int(&reply.expect("reply")), 29_800, 200);
+    wait_blocked(&mut c, 1);
+    // a left; b moved up by a's wait.
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(queue(&mut c), ["b"]);
+    let z: Vec<(String, f64)> =
+        redis::cmd("ZRANGE").arg(Z).arg(0).arg(-1).arg("WITHSCORES").query(&mut c).expect("ZRANGE");
+    let left = z[0].1 as i64 - common::diff::now_ms();
+    assert_near(left, 30_000 + 60_000, 500);
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
+    granted(b);
+}
+
+#[test]
+fn a_waiter_parked_longer_than_its_wait_keeps_its_place() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // A short lease kept alive by renewals, as Redisson's watchdog does: the waiters'
+    // deadlines (the lease left + their wait) pass long before the lock is released.
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "300", "50"]);
+    let first = park(&s, &mut c, "first", "50", "5000");
+    let second = park(&s, &mut c, "second", "50", "5000");
+    ok(&mut c, &["FAIRLOCK.RENEW", "doc", "holder", "30000"]);
+    thread::sleep(Duration::from_millis(800));
+    let reply = ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "redisson", "30000", "50"]);
+    assert!(int(&reply) > 0, "queued behind live waiters: {reply:?}");
+    assert_eq!(queue(&mut c), ["first", "second", "redisson"]);
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
+    granted(first);
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "first", "30000"]);
+    granted(second);
+}
+
+#[test]
+fn killed_or_dropped_parked_waiters_leave_no_queue_entry() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+    let mut killed = s.conn();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut killed).expect("CLIENT ID");
+    let k = thread::spawn(move || {
+        call(&mut killed, &["FAIRLOCK.ACQUIRE", "doc", "killed", "30000", "60000", "BLOCK", "0"])
+    });
+    wait_blocked(&mut c, 1);
+    {
+        use std::io::Write;
+        let mut raw = std::net::TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+        raw.write_all(b"FAIRLOCK.ACQUIRE doc dropped 30000 60000 BLOCK 0\r\n").expect("write");
+        wait_blocked(&mut c, 2);
+        assert_eq!(queue(&mut c), ["killed", "dropped"]);
+    } // socket closed here
+    ok(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
+    assert!(k.join().expect("thread").is_err());
+    wait_blocked(&mut c, 0);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while keys(&mut c).len() > 1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(keys(&mut c), ["doc"], "queue and deadlines gone with the waiters");
+}
+
+/// 32 clients, 200 critical sections each, a counter only the lock protects.
+#[test]
+fn thirty_two_blocking_fair_clients_never_overlap() {
+    let s = Server::start();
+    let inside = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..32)
+        .map(|i| {
+            let mut c = s.conn();
+            let inside = inside.clone();
+            thread::spawn(move || {
+                let owner = format!("client-{i}");
+                for _ in 0..200 {
+                    let r = ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", &owner, "10000", "5000", "BLOCK", "20000"]);
+                    assert_eq!(r, Value::Nil);
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    let v: i64 =
+                        redis::cmd("GET").arg("counter").query::<Option<i64>>(&mut c).expect("GET").unwrap_or(0);
+                    let _: () = redis::cmd("SET").arg("counter").arg(v + 1).query(&mut c).expect("SET");
+                    inside.store(false, Ordering::SeqCst);
+                    assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", &owner, "10000"]), Value::Int(1));
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().expect("client thread"));
+    let mut c = s.conn();
+    assert_eq!(ok(&mut c, &["GET", "counter"]), Value::BulkString(b"6400".to_vec()));
+    wait_blocked(&mut c, 0);
+    assert_eq!(keys(&mut c), ["counter"], "no queue entry left behind");
+}
+
+/// Parking (the enqueue, the keep-alive moves) and the grant reach the replica as plain
+/// effects with absolute scores: the replica ends identical.
+#[test]
+fn parking_and_grants_reach_the_replica_identically() {
+    let s = Server::start();
+    let r = s.replica();
+    let (mut c, mut rc) = (s.conn(), r.conn());
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "200", "50"]);
+    let a = park(&s, &mut c, "a", "50", "5000");
+    let _b = park(&s, &mut c, "b", "50", "5000");
+    ok(&mut c, &["FAIRLOCK.RENEW", "doc", "holder", "30000"]);
+    thread::sleep(Duration::from_millis(400));
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
+    granted(a);
+    wait_replica(&mut c);
+    let zset = |c: &mut redis::Connection| -> Vec<(String, String)> {
+        redis::cmd("ZRANGE").arg(Z).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE")
+    };
+    assert_eq!(zset(&mut rc), zset(&mut c));
+    assert_eq!(queue(&mut rc), ["b"]);
+    assert_eq!(hgetall(&mut rc, "doc"), map(&[("a", "1")]));
+    let at = |c: &mut redis::Connection| int(&ok(c, &["PEXPIRETIME", "doc"]));
+    assert_eq!(at(&mut rc), at(&mut c));
+}
+
+/// The queue, not the order of parking, decides: a parked waiter whose place was taken away
+/// (here by a plain LREM) queues again at the tail, and the parked waiter now at the head is
+/// served first.
+#[test]
+fn the_queue_decides_the_order_even_when_it_differs_from_parking_order() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+    let a = park(&s, &mut c, "a", "60000", "5000");
+    let b = park(&s, &mut c, "b", "60000", "5000");
+    ok(&mut c, &["LREM", Q, "0", "a"]);
+    ok(&mut c, &["ZREM", Z, "a"]);
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
+    granted(b);
+    assert_eq!(queue(&mut c), ["a"], "a queued again behind b");
+    ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "b", "30000"]);
+    granted(a);
+}

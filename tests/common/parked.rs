@@ -1,0 +1,25 @@
+//! Waiting for clients parked with BLOCK: the server's own count of blocked clients.
+
+use std::time::{Duration, Instant};
+
+/// `blocked_clients` from `INFO clients`.
+pub fn blocked_clients(c: &mut redis::Connection) -> usize {
+    let info: String = redis::cmd("INFO").arg("clients").query(c).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// Waits until the server reports `n` blocked clients, or panics after 5 s.
+pub fn wait_blocked(c: &mut redis::Connection, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = blocked_clients(c);
+        if now == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "blocked_clients stayed {now}, wanted {n}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,142 @@
+//! Command metadata for Redis 7: `COMMAND DOCS`, `COMMAND GETKEYS` and `COMMAND INFO` for every
+//! registered command of the module.
+
+mod common;
+
+use common::*;
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        other => panic!("expected a string, got {other:?}"),
+    }
+}
+
+fn list(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a.clone(),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+/// A field of a RESP2 flat field/value array.
+fn get(v: &Value, name: &str) -> Value {
+    let a = list(v);
+    a.chunks(2).find(|p| text(&p[0]) == name).unwrap_or_else(|| panic!("no {name} in {v:?}"))[1].clone()
+}
+
+fn module_commands(c: &mut redis::Connection) -> Vec<String> {
+    let mut names: Vec<String> =
+        redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("MODULE").arg("lockmod").query(c).expect("LIST");
+    // Registered in lowercase, as Redis' own commands.
+    names.iter_mut().for_each(|n| *n = n.to_uppercase());
+    names.sort();
+    names
+}
+
+/// A valid call of each command, for `COMMAND GETKEYS`.
+fn example(name: &str) -> Vec<&'static str> {
+    match name {
+        "LOCK.INFO" | "LOCK.FORCEUNLOCK" | "FAIRLOCK.FORCEUNLOCK" => vec!["k"],
+        "RWLOCK.FORCEUNLOCK" => vec!["k", "READ"],
+        "RWLOCK.UNLOCK" => vec!["k", "o", "WRITE", "1000"],
+        "FAIRLOCK.ACQUIRE" => vec!["k", "o", "1000", "1000"],
+        _ => vec!["k", "o", "1000"],
+    }
+}
+
+#[test]
+fn every_registered_command_is_documented_with_summary_since_complexity_and_arguments() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let names = module_commands(&mut c);
+    assert!(names.len() >= 10, "{names:?}");
+    assert!(names.contains(&"LOCK.INFO".to_string()));
+    for name in &names {
+        let docs = ok(&mut c, &["COMMAND", "DOCS", name]);
+        let docs = list(&docs);
+        assert_eq!(text(&docs[0]).to_uppercase(), *name);
+        let d = &docs[1];
+        assert!(!text(&get(d, "summary")).is_empty(), "{name}");
+        assert_eq!(text(&get(d, "since")), "1.0.0", "{name}");
+        assert!(text(&get(d, "complexity")).starts_with("O("), "{name}");
+        let args = list(&get(d, "arguments"));
+        assert_eq!(text(&get(&args[0], "name")), "key", "{name}");
+        assert_eq!(text(&get(&args[0], "type")), "key", "{name}");
+    }
+}
+
+#[test]
+fn lock_acquire_documents_block_and_token_as_optional_tokens() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let docs = list(&ok(&mut c, &["COMMAND", "DOCS", "LOCK.ACQUIRE"]));
+    let args = list(&get(&docs[1], "arguments"));
+    let names: Vec<String> = args.iter().map(|a| text(&get(a, "name"))).collect();
+    assert_eq!(names, ["key", "owner", "lease", "ms", "token"]);
+    assert_eq!(text(&get(&args[2], "type")), "integer");
+    assert_eq!(text(&get(&args[3], "token")), "BLOCK");
+    assert_eq!(text(&get(&args[4], "type")), "pure-token");
+    assert_eq!(text(&get(&args[4], "token")), "TOKEN");
+    assert_eq!(list(&get(&args[4], "flags")).iter().map(text).collect::<Vec<_>>(), ["optional"]);
+}
+
+#[test]
+fn rwlock_unlock_documents_read_or_write_as_oneof_and_latch_as_a_block() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let docs = list(&ok(&mut c, &["COMMAND", "DOCS", "RWLOCK.UNLOCK"]));
+    let args = list(&get(&docs[1], "arguments"));
+    assert_eq!(text(&get(&args[2], "type")), "oneof");
+    let sides: Vec<String> = list(&get(&args[2], "arguments")).iter().map(|a| text(&get(a, "token"))).collect();
+    assert_eq!(sides, ["READ", "WRITE"]);
+    assert_eq!(text(&get(&args[4], "type")), "block");
+    assert_eq!(text(&get(&args[4], "token")), "LATCH");
+    assert_eq!(list(&get(&args[4], "arguments")).len(), 2);
+}
+
+#[test]
+fn command_getkeys_finds_the_lock_key_of_every_command() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for name in module_commands(&mut c) {
+        let mut cmd = vec!["COMMAND", "GETKEYS", name.as_str()];
+        cmd.extend(example(&name));
+        assert_eq!(ok(&mut c, &cmd), Value::Array(vec![Value::BulkString(b"k".to_vec())]), "{name}");
+    }
+}
+
+#[test]
+fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let expect = [
+        ("LOCK.ACQUIRE", -4, "RW", "insert"),
+        ("LOCK.UNLOCK", -4, "RW", "delete"),
+        ("LOCK.RENEW", 4, "RW", "update"),
+        ("LOCK.FORCEUNLOCK", 2, "RM", "delete"),
+        ("LOCK.INFO", 2, "RO", "access"),
+        ("RWLOCK.RLOCK", -4, "RW", "insert"),
+        ("RWLOCK.UNLOCK", -5, "RW", "delete"),
+        ("RWLOCK.FORCEUNLOCK", 3, "RM", "delete"),
+        ("FAIRLOCK.ACQUIRE", -5, "RW", "insert"),
+        ("FAIRLOCK.CANCEL", 4, "RW", "delete"),
+        ("FAIRLOCK.FORCEUNLOCK", 2, "RM", "delete"),
+    ];
+    for (name, arity, access, op) in expect {
+        let info = list(&ok(&mut c, &["COMMAND", "INFO", name]));
+        let info = list(&info[0]);
+        assert_eq!(text(&info[0]).to_uppercase(), name);
+        assert_eq!(int(&info[1]), arity, "{name}");
+        let specs = list(&info[8]);
+        assert_eq!(specs.len(), 1, "{name}");
+        let flags: Vec<String> = list(&get(&specs[0], "flags")).iter().map(text).collect();
+        assert_eq!(flags, [access, op], "{name}");
+        assert_eq!(text(&get(&get(&specs[0], "begin_search"), "type")), "index");
+        assert_eq!(int(&get(&get(&get(&specs[0], "begin_search"), "spec"), "index")), 1);
+    }
+    let info = list(&list(&ok(&mut c, &["COMMAND", "INFO", "LOCK.INFO"]))[0]);
+    let flags: Vec<String> = list(&info[2]).iter().map(text).collect();
+    assert!(flags.contains(&"readonly".to_string()) && !flags.contains(&"fast".to_string()), "{flags:?}");
+}
