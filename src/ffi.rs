@@ -444,6 +444,17 @@ impl Ctx {
         }
     }
 
+    /// `replicate` with every argument already a module string (the O(N) paths that have
+    /// them at hand: no copy per argument).
+    pub fn replicate_strs(&self, cmd: &CStr, args: &[StrRef]) {
+        let mut raws: Vec<RawStr> = args.iter().map(|s| s.ptr).collect();
+        // SAFETY: "v" consumes (RedisModuleString **, size_t) of live strings (each `StrRef` is
+        // alive for the call); Redis retains what it keeps.
+        unsafe {
+            api!(RedisModule_Replicate)(self.0, cmd.as_ptr(), c"v".as_ptr(), raws.as_mut_ptr(), raws.len());
+        }
+    }
+
     pub fn reply(&self, r: &Reply) {
         // SAFETY: every call below writes to the reply buffer of the live context `self.0`;
         // string pointers stay valid for the call and Redis copies them.
@@ -754,12 +765,18 @@ impl Key {
 
     /// Every (member, score) of a zset, lowest score first.
     pub fn zset_all(&self) -> Vec<(Vec<u8>, f64)> {
+        self.zset_entries().into_iter().map(|(m, score)| (m.bytes().to_vec(), score)).collect()
+    }
+
+    /// Every (member, score) of a zset as module strings, lowest score first.
+    pub fn zset_entries(&self) -> Vec<(RStr, f64)> {
         let mut out = Vec::new();
         if self.ptr.is_null() || self.kind() != KeyKind::Zset {
             return out;
         }
-        // SAFETY: a full-range iterator, stopped before returning; elements are copied out and
-        // freed as we go. The key is not modified while the iterator is open.
+        // SAFETY: a full-range iterator, stopped before returning; each element is a new
+        // string we own (an `RStr`, freed on drop). The key is not modified while the iterator
+        // is open.
         unsafe {
             if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, f64::NEG_INFINITY, f64::INFINITY, 0, 0) != OK {
                 return out;
@@ -770,8 +787,7 @@ impl Key {
                 if m.is_null() {
                     break;
                 }
-                let m = RStr { ctx: self.ctx, ptr: m };
-                out.push((m.bytes().to_vec(), score));
+                out.push((RStr { ctx: self.ctx, ptr: m }, score));
                 if api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
                     break;
                 }
