@@ -54,10 +54,16 @@ unit: ## Unit tests only (no server)
 
 lint: deps ## cargo fmt --check and clippy -D warnings
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 fmt: ## Format the code
 	$(CARGO) fmt --all
+
+bench: release ## Full benchmark (about 5 min on 2 cores): writes docs/benchmarks.md and docs/img/*.svg
+	$(CARGO) run --release -p lockmod-bench -- --out docs
+
+bench-quick: release ## Every benchmark part, tiny (< 1 min): checks it runs and mutual exclusion holds
+	$(CARGO) run --release -p lockmod-bench -- --quick --out $${TMPDIR:-/tmp}/lockmod-bench-quick
 
 clean: ## Remove build output
 	$(CARGO) clean

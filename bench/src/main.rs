@@ -1,0 +1,205 @@
+//! The benchmark driver behind `make bench` and `make bench-quick` (issue 10).
+//!
+//! It starts a `redis-server` with the module and a second one without it, runs the five parts
+//! (server cost per call, scaling with N, throughput, contended hand-off, memory), prints the tables
+//! on stdout and progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`.
+//! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
+
+mod chart;
+mod names;
+mod part1;
+mod part2;
+mod part3;
+mod part4;
+mod part5;
+mod report;
+mod server;
+mod stats;
+mod workloads;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use report::Report;
+use server::{Res, Server};
+
+/// Everything a part needs: the two servers, the loaded scripts, the report being written.
+pub struct Bench {
+    pub quick: bool,
+    /// The server with the module loaded.
+    pub m: Server,
+    /// The server without it (the Lua reference and the module-free SET NX PX baseline).
+    pub p: Server,
+    pub lua_dir: PathBuf,
+    /// Script file stem -> SHA1, loaded on both servers.
+    pub shas: HashMap<String, String>,
+    pub report: Report,
+    pub out: PathBuf,
+}
+
+impl Bench {
+    /// The SHA of a Lua reference script, or None (with a loud line) when the file is missing.
+    pub fn sha(&self, stem: &str) -> Option<String> {
+        self.shas.get(stem).cloned()
+    }
+
+    /// Whether the module registers `cmd`.
+    pub fn has(&self, cmd: &str) -> bool {
+        self.m.conn().map(|mut c| server::has_command(&mut c, cmd)).unwrap_or(false)
+    }
+
+    /// Whether a row can run: its command exists and its script does; otherwise it is skipped.
+    pub fn available(&mut self, what: &str, cmd: &str, scripts: &[&str]) -> bool {
+        if !self.has(cmd) {
+            self.report.skip(format!("{what}: the module has no {cmd}"));
+            return false;
+        }
+        for s in scripts {
+            if self.sha(s).is_none() {
+                self.report.skip(format!("{what}: no bench/lua/{s}.lua"));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Rounds of alternating chunks: more in the full run, one or two in the quick one.
+    pub fn rounds(&self, full: usize) -> usize {
+        if self.quick {
+            2
+        } else {
+            full
+        }
+    }
+
+    /// Chunk sizes and counts: `full` in the full run, `quick` in the quick one.
+    pub fn size(&self, full: usize, quick: usize) -> usize {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+}
+
+/// Progress line on stderr.
+#[macro_export]
+macro_rules! progress {
+    ($($t:tt)*) => { eprintln!("bench: {}", format!($($t)*)) };
+}
+
+fn load_scripts(dir: &Path, servers: &[&Server]) -> Res<HashMap<String, String>> {
+    let mut shas = HashMap::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().and_then(|x| x.to_str()) != Some("lua") {
+            continue;
+        }
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()).map(String::from) else { continue };
+        let body = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for s in servers {
+            let mut c = s.conn()?;
+            let sha: String =
+                redis::cmd("SCRIPT").arg("LOAD").arg(&body).query(&mut c).map_err(|e| format!("{stem}: {e}"))?;
+            shas.insert(stem.clone(), sha);
+        }
+    }
+    Ok(shas)
+}
+
+/// Lets the driver open the thousand connections of part 5.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit read and write the plain struct passed by pointer; no aliasing.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max.min(65536);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: lockmod-bench [--quick] [--out DIR] [--module PATH] [--server BIN]");
+    std::process::exit(2)
+}
+
+fn run() -> Res<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut quick = false;
+    let mut out = root.join("../docs");
+    let mut module = std::env::var("LOCKMOD_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("../target/release/libredis_lockmod.so"));
+    let mut binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "--out" => out = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
+            "--module" => module = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
+            "--server" => binary = args.next().unwrap_or_else(|| usage()),
+            _ => usage(),
+        }
+    }
+    if !module.exists() {
+        return Err(format!("module not found at {} (make release)", module.display()));
+    }
+    raise_fd_limit();
+    std::fs::create_dir_all(out.join("img")).map_err(|e| format!("{}: {e}", out.display()))?;
+    progress!("starting servers ({})", if quick { "quick run" } else { "full run" });
+    let m = Server::start(&binary, Some(&module), "module")?;
+    let p = Server::start(&binary, None, "plain")?;
+    let lua_dir = root.join("lua");
+    let shas = load_scripts(&lua_dir, &[&m, &p])?;
+    let mut b = Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone() };
+
+    let started = std::time::Instant::now();
+    part1::run(&mut b)?;
+    part2::run(&mut b)?;
+    part3::run(&mut b)?;
+    part4::run(&mut b)?;
+    part5::run(&mut b)?;
+    let header = header(&b, &binary, started.elapsed().as_secs())?;
+    let mut md = b.report.markdown(&header);
+    // Hand-written notes (profiles, what bounds a missed target) survive every regeneration.
+    if let Ok(notes) = std::fs::read_to_string(root.join("notes.md")) {
+        md.push('\n');
+        md.push_str(&notes);
+    }
+    let file = out.join("benchmarks.md");
+    std::fs::write(&file, md).map_err(|e| format!("{}: {e}", file.display()))?;
+    progress!("wrote {} in {} s", file.display(), started.elapsed().as_secs());
+    Ok(())
+}
+
+fn header(b: &Bench, binary: &str, secs: u64) -> Res<String> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let version = server::info(&mut b.m.conn()?, "server")?.get("redis_version").cloned().unwrap_or_default();
+    let cmd = if b.quick { "make bench-quick" } else { "make bench" };
+    Ok(format!(
+        "# Benchmarks\n\n\
+         Produced by `{cmd}` (the driver in `bench/`, `cargo run --release -p lockmod-bench`), in {secs} s.\n\n\
+         - machine: {cores} cores (`nproc`), {cpu}, shared with other work: absolute times are noisy\n\
+         - server: `{binary}` {version}, `--save \"\" --appendonly no`, one with the module\n  \
+           (`target/release/libredis_lockmod.so`) and one without it\n\
+         - every figure is a ratio of two sides run in alternating chunks of the same run: the median\n  \
+           over the rounds, with the min-max in brackets\n"
+    ))
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("bench: FAILED: {e}");
+        std::process::exit(1);
+    }
+}
