@@ -207,32 +207,58 @@ pub fn serve_now(ctx: &Ctx) {
     }
 }
 
-/// Grants `id` to its parked clients, in order, while they can have it. A refused fair waiter
-/// does not stop the walk: the lock's own queue decides who is first, and a parked waiter may
-/// stand anywhere in it (Redisson clients queue too).
+/// Grants `id` to its parked clients, in order, while they can have it. For a fair lock the
+/// queue, not the order of parking, decides who is first (Redisson clients queue too, and a
+/// parked waiter may have lost its place): when the first parked waiter is refused, the parked
+/// waiter at the head of the queue, if any, is tried too. At most two attempts per grant.
 fn serve(ctx: &Ctx, id: &LockId) {
-    let args = Args::empty();
-    let mut i = 0;
-    while let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten() {
-        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-        let outcome = attempt(&mut store, &id.1, &req);
-        drop(store);
-        let reply = match outcome {
-            Ok(Attempt::Refused(_)) if matches!(req, Request::Fair { .. }) => {
-                i += 1;
-                continue;
+    while let Some(front) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
+        if try_grant(ctx, id, 0, &front) {
+            continue;
+        }
+        if !matches!(front, Request::Fair { .. }) {
+            break;
+        }
+        let head = fair_waiters::first_in_line(ctx, id);
+        let at_head = with(|r| {
+            let q = r.locks.get(id)?;
+            q.iter().position(|w| matches!(&w.req, Request::Fair { owner, .. } if Some(owner) == head.as_ref()))
+        })
+        .flatten();
+        match at_head {
+            Some(i) if i > 0 => {
+                let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten()
+                else {
+                    break;
+                };
+                if !try_grant(ctx, id, i, &req) {
+                    break;
+                }
             }
-            Ok(Attempt::Refused(_)) => break,
-            Ok(Attempt::Granted(reply)) => reply,
-            // The key changed type under the waiter: it gets the error the command would give.
-            Err(e) => Reply::Error(e.to_string()),
-        };
-        if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
-            stats::HANDOFFS.inc();
-            w.bc.unblock(Some(reply));
+            _ => break,
         }
     }
     arm_expiry(ctx, id);
+}
+
+/// Runs the acquire of the `i`-th parked waiter of `id`; if it is granted (or fails), answers
+/// and releases that client. True if the client was answered.
+fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request) -> bool {
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    let outcome = attempt(&mut store, &id.1, req);
+    drop(store);
+    let reply = match outcome {
+        Ok(Attempt::Refused(_)) => return false,
+        Ok(Attempt::Granted(reply)) => reply,
+        // The key changed type under the waiter: it gets the error the command would give.
+        Err(e) => Reply::Error(e.to_string()),
+    };
+    if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
+        stats::HANDOFFS.inc();
+        w.bc.unblock(Some(reply));
+    }
+    true
 }
 
 /// Keeps one timer per lock with parked clients, at its lease's absolute expiry; forgets the

@@ -40,6 +40,13 @@ thread_local! {
     static ACCOUNTED: RefCell<Option<(i32, Vec<u8>)>> = const { RefCell::new(None) };
     /// Set if an event could not be applied: the next access drops everything.
     static STALE: Cell<bool> = const { Cell::new(false) };
+    /// Whether any lock is indexed: every write and keyspace event in the server asks first,
+    /// and the common answer (no read-write lock ever scanned) costs no lookup.
+    static ANY: Cell<bool> = const { Cell::new(false) };
+}
+
+fn any() -> bool {
+    ANY.get() || STALE.get()
 }
 
 fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
@@ -48,7 +55,9 @@ fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
         if STALE.replace(false) {
             *r = Registry::default();
         }
-        Some(f(&mut r))
+        let out = f(&mut r);
+        ANY.set(!r.locks.values().all(HashMap::is_empty));
+        Some(out)
     })
 }
 
@@ -88,22 +97,34 @@ impl Registry {
 
 /// True if `key` in `db` has an index entry.
 pub fn is_indexed(db: i32, key: &[u8]) -> bool {
+    if !any() {
+        return false;
+    }
     with(|r| r.entry(db, key).is_some()).unwrap_or(false)
 }
 
 /// The count an indexed lock's entry records for `field`, or None if the lock is not indexed.
 pub fn count(db: i32, key: &[u8], field: &[u8]) -> Option<i64> {
+    if !any() {
+        return None;
+    }
     with(|r| r.entry(db, key).map(|h| h.count(field))).flatten()
 }
 
 /// The largest remaining read lease of an indexed lock (0 when none is left), or None.
 pub fn max_pttl(db: i32, key: &[u8], now: i64) -> Option<i64> {
+    if !any() {
+        return None;
+    }
     with(|r| r.entry(db, key).map(|h| h.max_pttl(now))).flatten()
 }
 
 /// Applies a write the module made to an indexed lock; false (nothing done) if not indexed.
 /// `f` must not call into Redis.
 pub fn update(db: i32, key: &[u8], f: impl FnOnce(&mut HoldExpiries)) -> bool {
+    if !any() {
+        return false;
+    }
     with(|r| {
         let Some(h) = r.entry(db, key) else { return false };
         let before = h.positions();
@@ -135,6 +156,9 @@ pub fn insert(db: i32, key: &[u8], holds: HoldExpiries) {
 
 /// Forgets one lock (the module deleted it).
 pub fn forget(db: i32, key: &[u8]) {
+    if !any() {
+        return;
+    }
     with(|r| r.remove(db, key));
 }
 
@@ -156,6 +180,9 @@ pub fn accounted<T>(db: i32, key: &[u8], fire: impl FnOnce() -> T) -> T {
 
 /// Every keyspace event in the server comes here: drop what it may have made stale.
 pub fn on_keyspace_event(db: i32, event: &[u8], key: &[u8]) {
+    if !any() {
+        return;
+    }
     let applied = with(|r| {
         if r.locks.is_empty() {
             return;

@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 
 use super::{serve, with, LockId, Request, TimerData};
-use crate::core::fair;
+use crate::core::{fair, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -121,6 +121,13 @@ pub fn run_cancels(ctx: &Ctx) {
         drop(store);
         serve(ctx, &id);
     }
+}
+
+/// The owner first in line in the fair lock's queue, as the keyspace has it now.
+pub fn first_in_line(ctx: &Ctx, id: &LockId) -> Option<Vec<u8>> {
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    store.list_index(&crate::names::fair_queue(&id.1), 0).ok().flatten()
 }
 
 /// The fair locks whose queue `key` may be: `redisson_lock_queue:{name}` belongs to `name`
