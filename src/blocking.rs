@@ -51,24 +51,42 @@ pub enum Attempt {
     Refused(Reply),
 }
 
+impl Request {
+    pub fn owner(&self) -> &[u8] {
+        match self {
+            Request::Lock { owner, .. }
+            | Request::Read { owner, .. }
+            | Request::Write { owner, .. }
+            | Request::Fair { owner, .. } => owner,
+        }
+    }
+}
+
 /// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command, for
 /// the command itself, a parked client's retry and a timeout alike. Counts grants.
 pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
+    attempt_as(store, key, req.owner(), req)
+}
+
+/// [`attempt`] with `req`'s owner given as `owner` (the same bytes): the command passes its
+/// own argument, which the store recognises and hands to Redis without copying it.
+fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -> Result<Attempt> {
+    debug_assert_eq!(owner, req.owner());
     let (outcome, reply) = match req {
-        Request::Lock { owner, lease, token: false } => {
+        Request::Lock { lease, token: false, .. } => {
             let outcome = reentrant::acquire(store, key, owner, *lease)?;
             (outcome, outcome.reply())
         }
-        Request::Lock { owner, lease, token: true } => reentrant::acquire_fenced(store, key, owner, *lease)?,
-        Request::Read { owner, lease } => {
+        Request::Lock { lease, token: true, .. } => reentrant::acquire_fenced(store, key, owner, *lease)?,
+        Request::Read { lease, .. } => {
             let outcome = rwlock::read_lock(store, key, owner, *lease)?;
             (outcome, outcome.reply())
         }
-        Request::Write { owner, lease } => {
+        Request::Write { lease, .. } => {
             let outcome = rwlock::write_lock(store, key, owner, *lease)?;
             (outcome, outcome.reply())
         }
-        Request::Fair { owner, lease, wait, noqueue } => {
+        Request::Fair { lease, wait, noqueue, .. } => {
             let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
             let outcome = fair::acquire(store, key, owner, *lease, *wait, if_refused)?;
             (outcome, outcome.reply())
@@ -91,9 +109,10 @@ pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Atte
 
 /// An acquire command: granted now if it can be, else parked when `block` is given (the
 /// timeout in ms, 0 = no limit), else the refusal.
-pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], req: Request, block: Option<i64>) -> Result<Reply> {
+/// `owner` is the command's own argument (`req` holds a copy, kept if the client parks).
+pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, block: Option<i64>) -> Result<Reply> {
     let mut store = RedisStore::new(ctx, args);
-    let outcome = attempt(&mut store, key, &req)?;
+    let outcome = attempt_as(&mut store, key, owner, &req)?;
     drop(store);
     match (outcome, block) {
         (Attempt::Granted(reply), _) => Ok(reply),
@@ -158,6 +177,9 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     if !ctx.can_block() {
         return Ok(refused);
     }
+    if !crate::ffi::events::watch_collections(ctx) {
+        return Ok(refused);
+    }
     let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
@@ -181,13 +203,14 @@ pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
     let now = Ctx::now_ms();
     let id = (db, key.to_vec());
     let list = |w: &Waiter| {
-        let (request, owner) = match &w.req {
-            Request::Lock { owner, .. } => ("lock", owner),
-            Request::Read { owner, .. } => ("read", owner),
-            Request::Write { owner, .. } => ("write", owner),
-            Request::Fair { owner, .. } => ("fair", owner),
+        let request = match &w.req {
+            Request::Lock { .. } => "lock",
+            Request::Read { .. } => "read",
+            Request::Write { .. } => "write",
+            Request::Fair { .. } => "fair",
         };
-        crate::core::info::Parked { client: w.client, request, owner: owner.clone(), waited_ms: now - w.since }
+        let owner = w.req.owner().to_vec();
+        crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
     with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
 }

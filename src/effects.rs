@@ -112,7 +112,7 @@ impl<'a> RedisStore<'a> {
 
     fn effect(&self, class: u32, event: &CStr, name: StrRef, cmd: &CStr, args: &[Arg]) {
         self.ctx.notify(class, event, name);
-        self.ctx.replicate(cmd, args);
+        self.ctx.replicate_reusing(self.args, cmd, args);
     }
 }
 

@@ -427,6 +427,36 @@ impl Ctx {
         }
     }
 
+    /// `replicate`, handing Redis the command's own argument strings (found in `argv` by
+    /// pointer identity) instead of copies: on the O(1) paths a lock's name and owner are
+    /// argv strings, so most arguments cost a reference count rather than an allocation.
+    pub fn replicate_reusing(&self, argv: &Args, cmd: &CStr, args: &[Arg]) {
+        const MAX: usize = 8;
+        let reused = |a: &Arg| match a {
+            Arg::B(b) => argv.index_of(b).and_then(|i| argv.argv.get(i).copied()),
+            Arg::I(_) => None,
+        };
+        if args.len() > MAX || !args.iter().any(|a| reused(a).is_some()) {
+            return self.replicate(cmd, args);
+        }
+        let mut buf = itoa_buf::Buf::default();
+        let mut owned: [Option<RStr>; MAX] = Default::default();
+        let mut raws: [RawStr; MAX] = [std::ptr::null_mut(); MAX];
+        for (i, a) in args.iter().enumerate() {
+            raws[i] = match (reused(a), a) {
+                (Some(ptr), _) => ptr,
+                (None, Arg::B(b)) => owned[i].insert(self.string(b)).ptr,
+                (None, Arg::I(n)) => owned[i].insert(self.string(buf.format(*n))).ptr,
+            };
+        }
+        // SAFETY: "v" consumes (RedisModuleString **, size_t): the first `args.len()` entries
+        // are live strings (argv outlives the command, `owned` outlives the call); Redis takes
+        // its own references to what it keeps.
+        unsafe {
+            api!(RedisModule_Replicate)(self.0, cmd.as_ptr(), c"v".as_ptr(), raws.as_mut_ptr(), args.len());
+        }
+    }
+
     /// `replicate` for any number of arguments (the O(N) paths), through an argv vector.
     pub fn replicate_many(&self, cmd: &CStr, args: &[Arg]) {
         let mut buf = itoa_buf::Buf::default();

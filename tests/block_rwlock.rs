@@ -122,6 +122,22 @@ fn a_parked_writer_wakes_on_force_unlock_del_and_a_lua_release() {
     }
 }
 
+/// A Redisson client's write unlock that downgrades (its owner keeps a read hold) deletes no
+/// key: only hash events say the lock changed. The first parked client subscribes the module
+/// to them, so this runs on a server where nothing was parked before.
+#[test]
+fn a_parked_reader_wakes_when_a_lua_write_unlock_downgrades_to_read() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["RWLOCK.WLOCK", "doc", "w", "30000"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "w", "30000"]);
+    let r = park_reader(&s, &mut c, "r2");
+    let downgrade = "redis.call('hdel', KEYS[1], ARGV[1]); redis.call('hset', KEYS[1], 'mode', 'read'); return 1";
+    ok(&mut c, &["EVAL", downgrade, "1", "doc", &wf("w")]);
+    granted(r);
+    assert_eq!(hgetall(&mut c, "doc"), map(&[("mode", "read"), ("w", "1"), ("r2", "1")]));
+}
+
 #[test]
 fn a_parked_reader_wakes_within_a_few_ms_of_the_write_lease_expiring() {
     let s = Server::start();

@@ -21,7 +21,7 @@ pub fn fairlock_acquire(ctx: &Ctx, args: &Args) -> Result {
         return Err(LockError::Syntax);
     }
     let req = Request::Fair { owner: owner.to_vec(), lease, wait, noqueue: opts.noqueue };
-    blocking::acquire(ctx, args, key, req, opts.block)
+    blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 
 /// `FAIRLOCK.UNLOCK key owner lease [LATCH request_id latch_ms]`

@@ -16,7 +16,7 @@ pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
     let lease = parse_ms(args.bytes(3), "lease")?;
     let opts = parse_options(args, 4, Accepts { block: true, token: true, ..Accepts::default() })?;
     let req = Request::Lock { owner: owner.to_vec(), lease, token: opts.token };
-    blocking::acquire(ctx, args, key, req, opts.block)
+    blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 
 /// `LOCK.UNLOCK key owner lease [LATCH request_id latch_ms]`

@@ -37,12 +37,11 @@ fn acquire(ctx: &Ctx, args: &Args, cmd: &'static str, side: Side) -> Result {
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
     let opts = parse_options(args, 4, Accepts { block: true, ..Accepts::default() })?;
-    let (owner, lease) = (owner.to_vec(), lease);
     let req = match side {
-        Side::Read => Request::Read { owner, lease },
-        Side::Write => Request::Write { owner, lease },
+        Side::Read => Request::Read { owner: owner.to_vec(), lease },
+        Side::Write => Request::Write { owner: owner.to_vec(), lease },
     };
-    blocking::acquire(ctx, args, key, req, opts.block)
+    blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 
 /// `RWLOCK.UNLOCK key owner READ|WRITE lease [LATCH request_id latch_ms]`

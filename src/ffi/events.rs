@@ -109,14 +109,13 @@ impl Ctx {
 /// (SWAPDB, loading, a role change). A primary demoted to a replica must also release its
 /// parked clients: Valkey leaves module-blocked clients parked on a demotion in cluster mode
 /// (Redis 7.0 unblocks them itself, and then nothing is left for us).
+///
+/// Hash, list and zset events are subscribed later, by [`watch_collections`]: see there.
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
     let types = raw::REDISMODULE_NOTIFY_GENERIC
         | raw::REDISMODULE_NOTIFY_EXPIRED
         | raw::REDISMODULE_NOTIFY_EVICTED
-        | raw::REDISMODULE_NOTIFY_STRING
-        | raw::REDISMODULE_NOTIFY_HASH
-        | raw::REDISMODULE_NOTIFY_LIST
-        | raw::REDISMODULE_NOTIFY_ZSET;
+        | raw::REDISMODULE_NOTIFY_STRING;
     let event = |id| raw::RedisModuleEvent { id, dataver: 1 };
     let swaps = [
         raw::REDISMODULE_EVENT_SWAPDB,
@@ -130,6 +129,34 @@ pub fn subscribe(ctx: &redis_module::Context) -> bool {
                 == OK
             && swaps.iter().all(|&id| api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(id), Some(on_swap)) == OK)
     }
+}
+
+thread_local! {
+    static WATCHING_COLLECTIONS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Subscribes to hash, list and zset events, once. Only parked clients (a Redisson client's
+/// `HDEL`/`HSET` may free a lock or change its mode; a waiter leaving a fair queue may put a
+/// parked one first in line) and read-hold index entries (a foreign write to a lock hash makes
+/// its entry stale) need them. Until one exists, leaving them out spares every hash write,
+/// ours included, a call into this module: Redis builds a context for each subscriber call,
+/// about 4% of a `LOCK.ACQUIRE`. Redis has no way to unsubscribe, so this is one-way. Call it
+/// before the state that needs the events exists: no event can come in between, as both run
+/// on the main thread within the same command or callback. False if Redis refused: the caller
+/// must then do without that state.
+pub fn watch_collections(ctx: &Ctx) -> bool {
+    if WATCHING_COLLECTIONS.with(|w| w.replace(true)) {
+        return true;
+    }
+    let types = raw::REDISMODULE_NOTIFY_HASH | raw::REDISMODULE_NOTIFY_LIST | raw::REDISMODULE_NOTIFY_ZSET;
+    // SAFETY: a live context of this module (a command or callback); the callback has the
+    // signature Redis expects. Redis copies nothing from us but the function pointer.
+    let ok = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.0, types as c_int, Some(on_keyspace_event)) };
+    if ok != OK {
+        WATCHING_COLLECTIONS.with(|w| w.set(false));
+        super::log(c"warning", "lockmod: could not subscribe to hash, list and zset events");
+    }
+    ok == OK
 }
 
 /// Runs `f`, turning a panic into a log line: no panic may unwind into Redis.
