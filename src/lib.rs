@@ -66,6 +66,9 @@ mod module {
             ctx.log_warning("lockmod: could not register or load the module configs");
             return Status::Err;
         }
+        // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
+        crate::hold_index::clear();
+        crate::stats::forget_all();
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
             return Status::Err;

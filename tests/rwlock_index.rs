@@ -124,3 +124,24 @@ fn reload_flush_and_swapdb_drop_everything() {
     ok(&mut c, &["FLUSHALL"]);
     assert_eq!(indexed(&mut c), 0);
 }
+
+/// `MODULE UNLOAD` then `MODULE LOAD`: the module may come back with its memory as it left it,
+/// but it saw none of the writes made in between, so it trusts nothing it remembered.
+#[test]
+fn a_reloaded_module_forgets_the_index_it_had() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ten_readers_one_released(&mut c);
+    ok(&mut c, &["MODULE", "UNLOAD", "lockmod"]);
+    // Unseen by the module: r1's hold now outlives every other.
+    ok(&mut c, &["PEXPIRE", &t("r1"), "60000"]);
+    let path = module_path();
+    ok(&mut c, &["MODULE", "LOAD", path.to_str().expect("module path")]);
+    assert_eq!(indexed(&mut c), 0);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r2", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 60_000, 100);
+    // Hash events are subscribed again with the new index entry: a foreign write drops it.
+    assert_eq!(indexed(&mut c), 8);
+    ok(&mut c, &["HSET", "doc", "r1", "1"]);
+    assert_eq!(indexed(&mut c), 0);
+}

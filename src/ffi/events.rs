@@ -112,6 +112,9 @@ impl Ctx {
 ///
 /// Hash, list and zset events are subscribed later, by [`watch_collections`]: see there.
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
+    // A module unloaded and loaded again may find its statics as it left them (the shared
+    // object need not be unmapped), while Redis dropped its subscriptions with the unload.
+    WATCHING_COLLECTIONS.with(|w| w.set(false));
     let types = raw::REDISMODULE_NOTIFY_GENERIC
         | raw::REDISMODULE_NOTIFY_EXPIRED
         | raw::REDISMODULE_NOTIFY_EVICTED
