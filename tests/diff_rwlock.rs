@@ -14,18 +14,13 @@ const KEYS: &[&str] = &["doc", "{tagged}", "a{b}c"];
 const OWNERS: &[&str] = &["uuid-1:1", "uuid-1:2", "uuid-2:1", "uuid-3:9"];
 const LEASES: &[&str] = &["15", "40", "120", "30000"];
 
-/// `{key}`, or the key itself when it has a hash tag: Redisson's read-unlock key prefix.
-fn key_prefix(key: &str) -> String {
-    names::suffix(key, "").trim_end_matches(':').to_string()
-}
-
 fn random_op(r: &mut SmallRng, latches: &mut u32) -> Op {
     let key = KEYS[r.gen_range(0..KEYS.len())];
     let owner = OWNERS[r.gen_range(0..OWNERS.len())];
     let lease = LEASES[r.gen_range(0..LEASES.len())];
     let chan = names::rwlock_channel(key);
     let t = names::read_timeout_prefix(key, owner);
-    let kp = key_prefix(key);
+    let kp = names::key_prefix(key);
     match r.gen_range(0..20) {
         0..=4 => Op::new(&["RWLOCK.RLOCK", key, owner, lease], "rwlock_rlock", &[key, &t], &[owner, lease]).ttl(),
         5..=7 => Op::new(&["RWLOCK.WLOCK", key, owner, lease], "rwlock_wlock", &[key], &[owner, lease]).ttl(),
@@ -104,7 +99,7 @@ fn many_readers_released_in_random_order_match_the_lua_reference() {
         }
     }
     pair.check();
-    let (chan, kp) = (names::rwlock_channel("doc"), key_prefix("doc"));
+    let (chan, kp) = (names::rwlock_channel("doc"), names::key_prefix("doc"));
     while !held.is_empty() {
         let o = held.swap_remove(r.gen_range(0..held.len()));
         let t = names::read_timeout_prefix("doc", &o);

@@ -6,6 +6,10 @@
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
 mod chart;
+// Redisson's key and channel names: the tests' own copy (independent of the module's
+// src/names.rs), shared so the driver and the tests cannot drift apart.
+#[path = "../../tests/common/names.rs"]
+#[allow(dead_code)]
 mod names;
 mod part1;
 mod part2;
@@ -18,6 +22,11 @@ mod stats;
 mod workloads;
 
 use std::collections::HashMap;
+
+/// A command line as owned strings.
+pub fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
 use std::path::{Path, PathBuf};
 
 use report::Report;

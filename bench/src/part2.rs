@@ -7,6 +7,7 @@ use crate::names::*;
 use crate::report::Table;
 use crate::server::{call_s, command_stat, pipeline, Res};
 use crate::stats::{now_ms, num, ratios, Ratio, Summary};
+use crate::strs;
 use crate::workloads::{Expect, WAIT};
 use crate::{progress, Bench};
 

@@ -9,6 +9,7 @@ use crate::names::*;
 use crate::report::Table;
 use crate::server::{call_s, pipeline, Res, Server};
 use crate::stats::{ratios, Ratio, Summary};
+use crate::strs;
 use crate::workloads::{Expect, LEASE};
 use crate::{progress, Bench};
 

@@ -11,6 +11,7 @@ use crate::names::*;
 use crate::report::Table;
 use crate::server::{call, call_s, cpu_seconds, Res, Server};
 use crate::stats::{now_ms, num, percentile, ratios, Ratio, Summary};
+use crate::strs;
 use crate::workloads::{LEASE, WAIT};
 use crate::{progress, Bench};
 

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::names::*;
 use crate::report::Table;
 use crate::server::{call_s, info_f64, pipeline, Res, Server};
 use crate::stats::num;
+use crate::strs;
 use crate::workloads::{Expect, LEASE, OTHER, WAIT};
 use crate::{progress, Bench};
 

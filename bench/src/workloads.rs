@@ -5,6 +5,7 @@
 //! `INFO commandstats` line, and they build the same state on both servers.
 
 use crate::names::*;
+use crate::strs;
 
 /// The lease every workload asks for, ms.
 pub const LEASE: &str = "30000";

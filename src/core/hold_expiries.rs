@@ -110,6 +110,7 @@ impl HoldExpiries {
     }
 }
 
+// Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,6 +103,7 @@ pub fn info<S: Store>(s: &mut S, key: &[u8], parked: &[Parked]) -> Result<Reply>
     ]))
 }
 
+// Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 #[cfg(test)]
 mod tests {
     use super::*;

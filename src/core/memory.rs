@@ -72,6 +72,7 @@ impl MemoryStore {
         }
         match &mut entry.0 {
             Value::Hash(h) => h,
+            // Test-only store: the line above just stored a hash here.
             _ => unreachable!("just made a hash"),
         }
     }
@@ -86,6 +87,7 @@ impl MemoryStore {
         }
         match &mut entry.0 {
             Value::List(l) => l,
+            // Test-only store: the line above just stored a list here.
             _ => unreachable!("just made a list"),
         }
     }
@@ -98,6 +100,7 @@ impl MemoryStore {
         }
         match &mut entry.0 {
             Value::Zset(z) => z,
+            // Test-only store: the line above just stored a zset here.
             _ => unreachable!("just made a zset"),
         }
     }

@@ -1,7 +1,7 @@
 //! Pure lock logic: Redisson's algorithms over a small [`Store`] trait.
 //!
 //! Nothing here imports `redis_module`. The module's store (`crate::effects`) applies every
-//! write to the keyspace and propagates it; the unit tests use [`memory::MemoryStore`] with a
+//! write to the keyspace and propagates it; the unit tests use `memory::MemoryStore` with a
 //! fake clock. Each lock operation reads and type-checks every key it will touch *before* its
 //! first write, so an error (`WRONGTYPE`, a corrupt hold count) leaves the keyspace unchanged.
 
@@ -13,6 +13,7 @@ pub mod reentrant;
 pub mod rwlock;
 pub mod store;
 
+#[cfg(test)]
 #[cfg(test)]
 pub mod memory;
 

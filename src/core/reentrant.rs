@@ -101,6 +101,7 @@ pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
     Ok(Reply::Int(1))
 }
 
+// Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,5 @@
-//! Redisson's naming rules, written again for the tests (an independent check of src/names.rs).
+//! Redisson's naming rules, written again for the tests (an independent check of src/names.rs)
+//! and shared with the bench driver (`bench/src/main.rs` includes this file).
 
 fn tagged(name: &str) -> bool {
     name.contains('{')
@@ -54,4 +55,14 @@ pub fn read_timeout_prefix(key: &str, owner: &str) -> String {
 
 pub fn read_timeout(key: &str, owner: &str, i: i64) -> String {
     format!("{}:{i}", read_timeout_prefix(key, owner))
+}
+
+/// `{key}`, or the key itself when it has a hash tag: the prefix Redisson's read-unlock script
+/// builds its timeout keys under.
+pub fn key_prefix(key: &str) -> String {
+    if tagged(key) {
+        key.to_string()
+    } else {
+        format!("{{{key}}}")
+    }
 }
