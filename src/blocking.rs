@@ -9,9 +9,10 @@
 //! writes propagate like any command's. Wake-ups come from three places:
 //! - our own write commands: `serve_now` at the end of each serves the lock at once, in the
 //!   same command, so a release hands over with no window for others to barge in;
-//! - keyspace events on a lock (or its fair queue) by anyone, Redisson's Lua included, and
-//!   FLUSHALL: the lock is queued in `pending` and served from a 0 ms timer, because a
-//!   notification callback is no place to write;
+//! - a change to a lock (or its fair queue) by anyone else, Redisson's Lua included: the
+//!   command filter sees the command (`crate::watch`) before it runs, so the lock is queued in
+//!   `pending` and served from a 0 ms timer, after it; likewise `EXEC` (its commands were
+//!   filtered when queued), `expired`/`evicted` events and FLUSHALL;
 //! - lease expiry: a timer at the lock's absolute expiry, since Redis' own lazy or active
 //!   expiry may come much later.
 //!
@@ -52,6 +53,16 @@ pub enum Attempt {
 }
 
 impl Request {
+    /// The lease asked for (ms).
+    pub fn lease(&self) -> i64 {
+        match self {
+            Request::Lock { lease, .. }
+            | Request::Read { lease, .. }
+            | Request::Write { lease, .. }
+            | Request::Fair { lease, .. } => *lease,
+        }
+    }
+
     pub fn owner(&self) -> &[u8] {
         match self {
             Request::Lock { owner, .. }
@@ -96,7 +107,8 @@ fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -
         Acquired::Refused(_) => Attempt::Refused(reply),
         Acquired::New => {
             stats::ACQUIRED.inc();
-            stats::granted(store.db(), key);
+            let now = crate::core::Store::now(store);
+            stats::granted(store.db(), key, now + req.lease(), now);
             Attempt::Granted(reply)
         }
         Acquired::Reentered => {
@@ -154,6 +166,9 @@ struct Waiter {
 #[derive(Default)]
 struct Registry {
     locks: HashMap<LockId, VecDeque<Waiter>>,
+    /// Lock key -> the databases where it has parked clients: resolves a name the command
+    /// filter saw (it does not know the database) or the store wrote.
+    by_name: HashMap<Vec<u8>, Vec<i32>>,
     pending: Vec<LockId>,
     pending_timer: Option<TimerId>,
     expiry_timers: HashMap<LockId, (TimerId, i64)>,
@@ -177,15 +192,17 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     if !ctx.can_block() {
         return Ok(refused);
     }
-    if !crate::ffi::events::watch_collections(ctx) {
-        return Ok(refused);
-    }
     let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
+    with(|r| {
+        if !r.locks.contains_key(&id) {
+            watch_lock(r, &id);
+        }
+        r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() })
+    });
     arm_expiry(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
@@ -289,8 +306,8 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request) -> bool {
 fn arm_expiry(ctx: &Ctx, id: &LockId) {
     let waiting = with(|r| {
         let waiting = r.locks.get(id).is_some_and(|q| !q.is_empty());
-        if !waiting {
-            r.locks.remove(id);
+        if !waiting && r.locks.remove(id).is_some() {
+            unwatch_lock(r, id);
         }
         waiting
     })
@@ -367,22 +384,63 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
     }
 }
 
-/// Any change to a key with parked clients may have freed it: serve it soon. Called for every
-/// keyspace event, our own writes included, so the common case (nobody parked) returns at once.
-pub fn on_keyspace_event(ctx: &Ctx, event: &[u8], key: &[u8]) {
-    let db = ctx.selected_db();
-    stats::on_key_event(event, db, key);
-    if with(|r| r.locks.is_empty()).unwrap_or(true) {
-        return;
-    }
-    // A change to a fair lock's queue (a Redisson waiter leaving it) may put a parked waiter
-    // first in line.
-    for lock in std::iter::once(Some(key.to_vec())).chain(fair_waiters::locks_of_queue(key)).flatten() {
-        let id = (db, lock);
-        if with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
-            schedule(ctx, id);
+/// The names whose change may free a lock or reorder its fair queue: the lock key and its
+/// queue (watched for every parked lock: a Redisson waiter leaving the queue may put a parked
+/// fair waiter first in line).
+fn watch_lock(r: &mut Registry, id: &LockId) {
+    crate::watch::add(&id.1);
+    crate::watch::add(&crate::names::fair_queue(&id.1));
+    r.by_name.entry(id.1.clone()).or_default().push(id.0);
+}
+
+fn unwatch_lock(r: &mut Registry, id: &LockId) {
+    crate::watch::remove(&id.1);
+    crate::watch::remove(&crate::names::fair_queue(&id.1));
+    if let Some(dbs) = r.by_name.get_mut(&id.1) {
+        dbs.retain(|&d| d != id.0);
+        if dbs.is_empty() {
+            r.by_name.remove(&id.1);
         }
     }
+}
+
+/// `name` changed (in `db`, or in a database the caller does not know): if it is a lock with
+/// parked clients, or the fair queue of one, serve that lock soon. Called for the module's
+/// own writes (a grant may follow in the same command: `serve_now`) and for commands of
+/// others the filter saw before they run (so the 0 ms timer serves the lock after them).
+pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8]) {
+    if with(|r| r.by_name.is_empty()).unwrap_or(true) {
+        return;
+    }
+    let queue_of = fair_waiters::locks_of_queue(name);
+    let due: Vec<LockId> = with(|r| {
+        let mut due = Vec::new();
+        for lock in std::iter::once(name).chain(queue_of.iter().flatten().map(Vec::as_slice)) {
+            if let Some(dbs) = r.by_name.get(lock) {
+                due.extend(dbs.iter().filter(|&&d| db.is_none_or(|db| db == d)).map(|&d| (d, lock.to_vec())));
+            }
+        }
+        due
+    })
+    .unwrap_or_default();
+    for id in due {
+        schedule(ctx, id);
+    }
+}
+
+/// `EXEC`: the commands it runs were filtered when they were queued, perhaps before their
+/// lock had parked clients, and run only now: serve every lock with parked clients after it.
+pub fn recheck_all(ctx: &Ctx) {
+    let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
+    for id in all {
+        schedule(ctx, id);
+    }
+}
+
+/// An `expired` or `evicted` event (the only keyspace events the module subscribes to): a
+/// parked lock that expired is served now rather than by its expiry timer.
+pub fn on_key_gone(ctx: &Ctx, key: &[u8]) {
+    changed(ctx, Some(ctx.selected_db()), key);
 }
 
 /// FLUSHALL / FLUSHDB deleted locks without per-key events: serve every lock.

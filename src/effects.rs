@@ -49,6 +49,7 @@ pub struct RedisStore<'a> {
     ctx: Ctx,
     args: &'a Args<'a>,
     now: i64,
+    db: i32,
     keys: Vec<OpenKey<'a>>,
 }
 
@@ -59,12 +60,12 @@ impl<'a> RedisStore<'a> {
     }
 
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2) }
+        RedisStore { ctx: *ctx, args, now, db: ctx.selected_db(), keys: Vec::with_capacity(2) }
     }
 
     /// The database the store works in.
     pub fn db(&self) -> i32 {
-        self.ctx.selected_db()
+        self.db
     }
 
     fn name(&self, b: &[u8]) -> Name<'a> {
@@ -111,8 +112,22 @@ impl<'a> RedisStore<'a> {
     }
 
     fn effect(&self, class: u32, event: &CStr, name: StrRef, cmd: &CStr, args: &[Arg]) {
-        self.ctx.notify(class, event, name);
+        self.notify(class, event, name);
         self.ctx.replicate_reusing(self.args, cmd, args);
+    }
+
+    /// Fires a write's keyspace event, after telling what in the module depends on the key:
+    /// its read-hold index entry, the clients parked on it, the set of granted locks. Redis
+    /// does not call the module back for its own writes (it subscribes to no class of event
+    /// they fire), so the store does it, without the context Redis would build per call.
+    fn notify(&self, class: u32, event: &CStr, name: StrRef) {
+        let key = name.bytes();
+        hold_index::on_write(self.db, key);
+        crate::blocking::changed(&self.ctx, Some(self.db), key);
+        if event == c"del" {
+            crate::stats::on_key_event(b"del", self.db, key);
+        }
+        self.ctx.notify(class, event, name);
     }
 }
 
@@ -150,6 +165,7 @@ impl Store for RedisStore<'_> {
         if k.key.kind() == KeyKind::Empty || !k.key.set_expire_at(at) {
             return;
         }
+        crate::stats::lease_moved(self.db, key, at);
         // The lock's own TTL is not part of its read-hold index entry: the entry stands.
         let indexed = hold_index::is_indexed(self.db(), key);
         self.effect_on(indexed, key, GENERIC, c"expire", c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
@@ -219,7 +235,7 @@ impl Store for RedisStore<'_> {
         };
         self.effect_on(indexed, key, HASH, c"hdel", c"HDEL", &[Arg::B(key), Arg::B(field)]);
         if emptied {
-            self.ctx.notify(GENERIC, c"del", k.name.raw());
+            self.notify(GENERIC, c"del", k.name.raw());
         }
     }
 
@@ -233,7 +249,7 @@ impl Store for RedisStore<'_> {
         let k = &self.keys[i];
         k.key.string_set(v.raw());
         k.key.set_expire_at(at);
-        self.ctx.notify(STRING, c"set", k.name.raw());
+        self.notify(STRING, c"set", k.name.raw());
         self.effect(
             GENERIC,
             c"expire",

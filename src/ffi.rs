@@ -135,6 +135,8 @@ needed_apis!(
     RedisModule_SubscribeToKeyspaceEvents,
     RedisModule_SubscribeToServerEvent,
     RedisModule_UnblockClient,
+    RedisModule_GetDetachedThreadSafeContext,
+    RedisModule_InfoAddFieldCString,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -3,12 +3,14 @@
 //!
 //! The keyspace stays the only truth. An entry is built from it the first time a read unlock
 //! needs it, is kept current by the module's own writes (`crate::effects` updates it, then
-//! fires its keyspace event while [`accounted`] marks the event as already reflected), and is
-//! dropped on any other event that may have changed what it mirrors: a write by anyone else
-//! (Redisson's Lua, a watchdog renewal, `DEL`, `RENAME`, eviction) to the lock hash or to any
-//! key that may be one of its timeout keys. `expired` events on timeout keys change nothing
-//! (an expired hold's time lies in the past, so it never counts). `FLUSH*`, `SWAPDB`, loading
-//! and a role change drop everything. Memory is bounded by [`MAX_POSITIONS`].
+//! reports the write while [`accounted`] marks it as already reflected), and is dropped on
+//! anything else that may have changed what it mirrors: a command of anyone else (Redisson's
+//! Lua, a watchdog renewal, `DEL`, `RENAME`, ...) naming the lock hash or a key that may be one
+//! of its timeout keys, seen by the command filter before it runs ([`changed`]); `EXEC` (its
+//! commands were filtered when queued); eviction, and the expiry of the hash itself
+//! ([`on_key_gone`]). `expired` events on timeout keys change nothing (an expired hold's time
+//! lies in the past, so it never counts). `FLUSH*`, `SWAPDB`, loading and a role change drop
+//! everything. Memory is bounded by [`MAX_POSITIONS`].
 //!
 //! Redis runs module commands and callbacks on its main thread, so the state is thread-local.
 //! No borrow of it is held while calling into Redis (which may fire events back into here).
@@ -21,8 +23,6 @@ use crate::names;
 
 /// At most this many holds are indexed over all locks (about 40 bytes each).
 pub const MAX_POSITIONS: usize = 250_000;
-
-const TIMEOUT_MARK: &[u8] = b":rwlock_timeout:";
 
 #[derive(Default)]
 struct Registry {
@@ -53,21 +53,34 @@ fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
     INDEX.with(|r| {
         let mut r = r.try_borrow_mut().ok()?;
         if STALE.replace(false) {
-            *r = Registry::default();
+            r.reset();
         }
         let out = f(&mut r);
-        ANY.set(!r.locks.values().all(HashMap::is_empty));
+        let any = !r.locks.values().all(HashMap::is_empty);
+        if any != ANY.get() {
+            ANY.set(any);
+            crate::watch::set_indexed(any);
+        }
         Some(out)
     })
 }
 
 impl Registry {
+    /// Forgets every entry, and the filter's interest in their names.
+    fn reset(&mut self) {
+        for key in self.locks.values().flat_map(HashMap::keys) {
+            crate::watch::remove(key);
+        }
+        *self = Registry::default();
+    }
+
     fn entry(&mut self, db: i32, key: &[u8]) -> Option<&mut HoldExpiries> {
         self.locks.get_mut(&db)?.get_mut(key)
     }
 
     fn remove(&mut self, db: i32, key: &[u8]) {
         let Some(h) = self.locks.get_mut(&db).and_then(|m| m.remove(key)) else { return };
+        crate::watch::remove(key);
         self.positions = self.positions.saturating_sub(h.positions());
         let root = names::suffix(key, b"");
         if let Some(roots) = self.roots.get_mut(&db) {
@@ -146,10 +159,11 @@ pub fn insert(db: i32, key: &[u8], holds: HoldExpiries) {
     with(|r| {
         r.remove(db, key);
         if r.positions + n > MAX_POSITIONS {
-            *r = Registry::default();
+            r.reset();
         }
         r.positions += n;
         r.locks.entry(db).or_default().insert(key.to_vec(), holds);
+        crate::watch::add(key);
         r.roots.entry(db).or_default().entry(names::suffix(key, b"")).or_default().push(key.to_vec());
     });
 }
@@ -164,37 +178,76 @@ pub fn forget(db: i32, key: &[u8]) {
 
 /// Forgets everything: FLUSH*, SWAPDB, loading, a role change.
 pub fn clear() {
-    if with(|r| *r = Registry::default()).is_none() {
+    if !any() {
+        return;
+    }
+    if with(Registry::reset).is_none() {
         STALE.set(true);
     }
 }
 
-/// Runs `fire` (which fires the keyspace event of a write already reflected in `key`'s
-/// entry) so that the event does not drop that entry.
-pub fn accounted<T>(db: i32, key: &[u8], fire: impl FnOnce() -> T) -> T {
+/// The module was loaded (again): whatever it remembered, it did not see the writes made
+/// while it was not loaded.
+pub fn reload() {
+    INDEX.with(|r| {
+        if let Ok(mut r) = r.try_borrow_mut() {
+            *r = Registry::default();
+        }
+    });
+    STALE.set(false);
+    ANY.set(false);
+}
+
+/// Runs `write` (the module's write of `key`, already reflected in `key`'s entry) so that
+/// reporting it to [`on_write`] does not drop that entry.
+pub fn accounted<T>(db: i32, key: &[u8], write: impl FnOnce() -> T) -> T {
     let previous = ACCOUNTED.with(|a| a.replace(Some((db, key.to_vec()))));
-    let out = fire();
+    let out = write();
     ACCOUNTED.with(|a| *a.borrow_mut() = previous);
     out
 }
 
-/// Every keyspace event in the server comes here: drop what it may have made stale.
-pub fn on_keyspace_event(db: i32, event: &[u8], key: &[u8]) {
-    if !any() {
-        return;
+/// The module wrote `key` in `db`: drop what the write may have made stale, except the entry
+/// it was accounted to (the store updates that one itself).
+pub fn on_write(db: i32, key: &[u8]) {
+    if any() {
+        drop_stale(Some(db), key, true);
     }
+}
+
+/// A command of someone else names `key` (the command filter, before the command runs; the
+/// database is unknown, so every database's entry of that name goes).
+pub fn changed(key: &[u8]) {
+    if any() {
+        drop_stale(None, key, true);
+    }
+}
+
+/// An `expired` or `evicted` event. An expired timeout key needs nothing: its hold's expiry
+/// lies in the past, so it no longer counts.
+pub fn on_key_gone(db: i32, event: &[u8], key: &[u8]) {
+    if any() {
+        drop_stale(Some(db), key, event != b"expired");
+    }
+}
+
+fn drop_stale(db: Option<i32>, key: &[u8], timeout_keys_too: bool) {
+    let timeout_key = timeout_keys_too && crate::watch::looks_like_timeout_key(key);
     let applied = with(|r| {
-        if r.locks.is_empty() {
-            return;
-        }
+        let dbs: Vec<i32> = match db {
+            Some(d) => vec![d],
+            None => r.locks.keys().copied().collect(),
+        };
         ACCOUNTED.with(|a| {
             let a = a.borrow();
-            let spare = a.as_ref().filter(|(d, _)| *d == db).map(|(_, k)| k.as_slice());
-            if spare != Some(key) {
-                r.remove(db, key);
-            }
-            if event != b"expired" && contains(key, TIMEOUT_MARK) {
-                r.remove_owners_of_timeout_key(db, key, spare);
+            for db in dbs {
+                let spare = a.as_ref().filter(|(d, _)| *d == db).map(|(_, k)| k.as_slice());
+                if spare != Some(key) {
+                    r.remove(db, key);
+                }
+                if timeout_key {
+                    r.remove_owners_of_timeout_key(db, key, spare);
+                }
             }
         })
     });
@@ -206,8 +259,4 @@ pub fn on_keyspace_event(db: i32, event: &[u8], key: &[u8]) {
 /// Holds indexed now, over all locks (for tests and INFO).
 pub fn positions() -> usize {
     with(|r| r.positions).unwrap_or(0)
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }

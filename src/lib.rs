@@ -13,6 +13,7 @@ pub mod hold_index;
 pub mod metadata;
 pub mod names;
 pub mod stats;
+pub mod watch;
 
 #[cfg(not(test))]
 mod module {
@@ -67,7 +68,8 @@ mod module {
             return Status::Err;
         }
         // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
-        crate::hold_index::clear();
+        crate::hold_index::reload();
+        crate::watch::reset();
         crate::stats::forget_all();
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");

@@ -4,7 +4,7 @@
 //! uncontended add on the hot path.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use foldhash::fast::RandomState;
@@ -94,62 +94,140 @@ pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
         ("expired_while_held", g(&EXPIRED_HELD)),
         ("memory_bytes", MEMORY.load(Relaxed)),
         ("indexed_read_holds", crate::hold_index::positions() as i64),
+        ("watched_names", crate::watch::watched() as i64),
     ]
 }
 
 // -- Leases that expire while held ------------------------------------------------------------
 //
 // Redis reports an expiry only after deleting the key, so the module remembers which keys it
-// granted (a 64-bit hash per held lock) and forgets them on any deletion event: an `expired`
-// event for a remembered key is a lease that ran out under its holder.
+// granted (a 64-bit hash per held lock, with the lease end it last wrote) and forgets them when
+// it deletes them itself: an `expired` event for a remembered key is a lease that ran out under
+// its holder.
+//
+// The module no longer hears other clients' writes (it subscribes to `expired` and `evicted`
+// events only), so a lock deleted, renamed or renewed by someone else stays remembered. A sweep,
+// run when the set has doubled since the last one, forgets entries whose lease ended more than
+// [`GRACE_MS`] ago without an `expired` event; the cost: a lock renewed only by others for
+// that long is not counted when it finally expires.
 //
 // Every first grant pays one insert, so the hashing is foldhash (seeded per process, so key
 // names cannot be chosen to collide) rather than std's SipHash: a few ns instead of ~30.
 
-type Held = (RandomState, HashSet<u64, RandomState>);
+/// How long past its lease end a remembered lock is kept without an `expired` event.
+pub const GRACE_MS: i64 = 10 * 60 * 1000;
+/// The set is not swept below this size.
+const SWEEP_FROM: usize = 1024;
+
+struct Held {
+    state: RandomState,
+    /// Fingerprint -> the lease end the module last wrote (ms).
+    leases: HashMap<u64, i64, RandomState>,
+    /// Sweep when the set reaches this size.
+    sweep_at: usize,
+}
 
 thread_local! {
-    static HELD: RefCell<Held> = RefCell::new((RandomState::default(), HashSet::default()));
+    static HELD: RefCell<Held> = RefCell::new(Held {
+        state: RandomState::default(),
+        leases: HashMap::default(),
+        sweep_at: SWEEP_FROM,
+    });
 }
 
 fn fingerprint(state: &RandomState, db: i32, key: &[u8]) -> u64 {
     state.hash_one((db, key))
 }
 
-/// The module granted `key` (a first hold).
-pub fn granted(db: i32, key: &[u8]) {
+/// The module granted `key` (a first hold) with a lease ending at `at`.
+pub fn granted(db: i32, key: &[u8], at: i64, now: i64) {
     HELD.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
-            let f = fingerprint(&h.0, db, key);
-            h.1.insert(f);
+            let f = fingerprint(&h.state, db, key);
+            h.leases.insert(f, at);
+            if h.leases.len() >= h.sweep_at {
+                h.leases.retain(|_, &mut at| at + GRACE_MS >= now);
+                h.sweep_at = (2 * h.leases.len()).max(SWEEP_FROM);
+            }
         }
     });
 }
 
-/// A key event: forget deleted keys, and count the ones that expired while held.
-pub fn on_key_event(event: &[u8], db: i32, key: &[u8]) {
-    let expired = event == b"expired" || event == b"evicted";
-    if !(expired || event == b"del" || event == b"rename_from" || event == b"set") {
-        return;
-    }
+/// The module moved the lease of `key` to end at `at` (a renewal, a re-entry, an unlock that
+/// leaves holds).
+pub fn lease_moved(db: i32, key: &[u8], at: i64) {
     HELD.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
-            if h.1.is_empty() {
+            if h.leases.is_empty() {
                 return;
             }
-            let f = fingerprint(&h.0, db, key);
-            if h.1.remove(&f) && event == b"expired" {
+            let f = fingerprint(&h.state, db, key);
+            if let Some(end) = h.leases.get_mut(&f) {
+                *end = at;
+            }
+        }
+    });
+}
+
+/// `key` is gone: deleted by the module (`del`), or an `expired`/`evicted` event. An expiry
+/// of a remembered key is a lease that ran out while held.
+pub fn on_key_event(event: &[u8], db: i32, key: &[u8]) {
+    HELD.with(|h| {
+        if let Ok(mut h) = h.try_borrow_mut() {
+            if h.leases.is_empty() {
+                return;
+            }
+            let f = fingerprint(&h.state, db, key);
+            if h.leases.remove(&f).is_some() && event == b"expired" {
                 EXPIRED_HELD.inc();
             }
         }
     });
 }
 
+/// Locks remembered as granted and held (for tests of the sweep).
+pub fn remembered() -> usize {
+    HELD.with(|h| h.try_borrow().map(|h| h.leases.len()).unwrap_or(0))
+}
+
 /// Everything was flushed: nothing is held.
 pub fn forget_all() {
     HELD.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
-            h.1.clear();
+            h.leases.clear();
+            h.sweep_at = SWEEP_FROM;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expiry_of_a_granted_lock_counts_once_and_a_deletion_not_at_all() {
+        let before = EXPIRED_HELD.get();
+        granted(0, b"a", 1_000, 0);
+        granted(0, b"b", 1_000, 0);
+        on_key_event(b"del", 0, b"b");
+        on_key_event(b"expired", 0, b"b");
+        on_key_event(b"expired", 1, b"a");
+        assert_eq!(EXPIRED_HELD.get(), before);
+        on_key_event(b"expired", 0, b"a");
+        on_key_event(b"expired", 0, b"a");
+        assert_eq!(EXPIRED_HELD.get(), before + 1);
+    }
+
+    #[test]
+    fn the_sweep_forgets_locks_whose_lease_ended_long_ago() {
+        forget_all();
+        granted(0, b"renewed", 1_000, 2_000);
+        lease_moved(0, b"renewed", 10 * GRACE_MS);
+        for i in 0..SWEEP_FROM - 2 {
+            granted(0, format!("old{i}").as_bytes(), 1_000, 2_000);
+        }
+        assert_eq!(remembered(), SWEEP_FROM - 1);
+        granted(0, b"new", 3 * GRACE_MS, 2 * GRACE_MS);
+        assert_eq!(remembered(), 2, "only the renewed lock and the new one are left");
+    }
 }

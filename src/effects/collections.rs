@@ -40,7 +40,7 @@ impl RedisStore<'_> {
     fn notify_if_deleted(&self, i: usize) {
         let k = &self.keys[i];
         if k.key.kind() == KeyKind::Empty {
-            self.ctx.notify(GENERIC, c"del", k.name.raw());
+            self.notify(GENERIC, c"del", k.name.raw());
         }
     }
 
@@ -188,7 +188,7 @@ impl RedisStore<'_> {
             // One `zincr` event for the whole move. Redisson's loop fires one per member; at
             // 10,000 waiters those events are a third of the grant's cost, and a notification
             // user learns the same thing (the deadlines changed) from one.
-            self.ctx.notify(ZSET, c"zincr", k.name.raw());
+            self.notify(ZSET, c"zincr", k.name.raw());
             self.ctx.replicate_strs(c"ZADD", &args);
         }
     }
@@ -208,7 +208,7 @@ impl RedisStore<'_> {
             let score = k.key.zset_score(member.as_ref()).unwrap_or(0.0) + d;
             k.key.zset_add(score, member.as_ref());
             // One event per member, as Redisson's loop of ZINCRBY fires.
-            self.ctx.notify(ZSET, c"zincr", k.name.raw());
+            self.notify(ZSET, c"zincr", k.name.raw());
             texts.push(score_text(score));
         }
         // One ZADD with the absolute results: a replica ends up with the same scores.

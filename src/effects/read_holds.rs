@@ -105,10 +105,7 @@ impl RedisStore<'_> {
             }
         }
         let ttl = holds.max_pttl(self.now);
-        // Without hash events the entry could go stale: then every read unlock scans.
-        if crate::ffi::events::watch_collections(&self.ctx) {
-            hold_index::insert(db, key, holds);
-        }
+        hold_index::insert(db, key, holds);
         Ok(ttl)
     }
 }

@@ -3,6 +3,7 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -103,22 +104,38 @@ impl Ctx {
     }
 }
 
-/// Subscribes to what can free a lock or change its read holds behind the module's back:
-/// keyspace events (`del`, `expired`, `evicted`, string, hash, list and zset changes by any
-/// client, Redisson's Lua included), FLUSHALL/FLUSHDB, and what swaps a whole keyspace
+/// The keyspace events the module subscribes to: only keys that go away without a command,
+/// which the command filter (`crate::watch`) cannot see. Everything else a client, a script
+/// or `MULTI` changes reaches the module through the filter, so an ordinary write anywhere in
+/// the server (`SET`, `HSET`, `DEL`, `PEXPIRE`) calls no module code.
+pub const KEYSPACE_EVENTS: c_int = (raw::REDISMODULE_NOTIFY_EXPIRED | raw::REDISMODULE_NOTIFY_EVICTED) as c_int;
+
+/// The names of the [`KEYSPACE_EVENTS`] classes, for `INFO lockmod`.
+pub const KEYSPACE_EVENT_NAMES: &str = "expired,evicted";
+
+/// A context of this module usable outside any command or callback (the command filter gets
+/// none), for arming timers. Set at load.
+static MODULE_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The module's own context, for arming timers from the command filter.
+pub fn module_ctx() -> Option<Ctx> {
+    let p = MODULE_CTX.load(Relaxed);
+    (!p.is_null()).then_some(Ctx(p))
+}
+
+/// Subscribes to what can free a lock or change its read holds without a command the filter
+/// sees: `expired` and `evicted` events, FLUSHALL/FLUSHDB, and what swaps a whole keyspace
 /// (SWAPDB, loading, a role change). A primary demoted to a replica must also release its
 /// parked clients: Valkey leaves module-blocked clients parked on a demotion in cluster mode
 /// (Redis 7.0 unblocks them itself, and then nothing is left for us).
-///
-/// Hash, list and zset events are subscribed later, by [`watch_collections`]: see there.
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
-    // A module unloaded and loaded again may find its statics as it left them (the shared
-    // object need not be unmapped), while Redis dropped its subscriptions with the unload.
-    WATCHING_COLLECTIONS.with(|w| w.set(false));
-    let types = raw::REDISMODULE_NOTIFY_GENERIC
-        | raw::REDISMODULE_NOTIFY_EXPIRED
-        | raw::REDISMODULE_NOTIFY_EVICTED
-        | raw::REDISMODULE_NOTIFY_STRING;
+    // SAFETY: OnLoad context. The detached context lives as long as the module (a module
+    // loaded again gets a new one; the old one is a few hundred bytes left behind).
+    let detached = unsafe { api!(RedisModule_GetDetachedThreadSafeContext)(ctx.ctx) };
+    if detached.is_null() {
+        return false;
+    }
+    MODULE_CTX.store(detached, Relaxed);
     let event = |id| raw::RedisModuleEvent { id, dataver: 1 };
     let swaps = [
         raw::REDISMODULE_EVENT_SWAPDB,
@@ -127,39 +144,11 @@ pub fn subscribe(ctx: &redis_module::Context) -> bool {
     ];
     // SAFETY: OnLoad context; the callbacks have the signatures Redis expects.
     unsafe {
-        api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.ctx, types as c_int, Some(on_keyspace_event)) == OK
+        api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.ctx, KEYSPACE_EVENTS, Some(on_keyspace_event)) == OK
             && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(raw::REDISMODULE_EVENT_FLUSHDB), Some(on_flush))
                 == OK
             && swaps.iter().all(|&id| api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(id), Some(on_swap)) == OK)
     }
-}
-
-thread_local! {
-    static WATCHING_COLLECTIONS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Subscribes to hash, list and zset events, once. Only parked clients (a Redisson client's
-/// `HDEL`/`HSET` may free a lock or change its mode; a waiter leaving a fair queue may put a
-/// parked one first in line) and read-hold index entries (a foreign write to a lock hash makes
-/// its entry stale) need them. Until one exists, leaving them out spares every hash write,
-/// ours included, a call into this module: Redis builds a context for each subscriber call,
-/// about 4% of a `LOCK.ACQUIRE`. Redis has no way to unsubscribe, so this is one-way. Call it
-/// before the state that needs the events exists: no event can come in between, as both run
-/// on the main thread within the same command or callback. False if Redis refused: the caller
-/// must then do without that state.
-pub fn watch_collections(ctx: &Ctx) -> bool {
-    if WATCHING_COLLECTIONS.with(|w| w.replace(true)) {
-        return true;
-    }
-    let types = raw::REDISMODULE_NOTIFY_HASH | raw::REDISMODULE_NOTIFY_LIST | raw::REDISMODULE_NOTIFY_ZSET;
-    // SAFETY: a live context of this module (a command or callback); the callback has the
-    // signature Redis expects. Redis copies nothing from us but the function pointer.
-    let ok = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.0, types as c_int, Some(on_keyspace_event)) };
-    if ok != OK {
-        WATCHING_COLLECTIONS.with(|w| w.set(false));
-        super::log(c"warning", "lockmod: could not subscribe to hash, list and zset events");
-    }
-    ok == OK
 }
 
 /// Runs `f`, turning a panic into a log line: no panic may unwind into Redis.
@@ -214,14 +203,17 @@ extern "C" fn on_timer(ctx: RawCtx, data: *mut c_void) {
     guarded("a timer", (), || blocking::on_timer(&ctx, *data));
 }
 
+/// An `expired` or `evicted` event (the only classes subscribed).
 extern "C" fn on_keyspace_event(ctx: RawCtx, _type: c_int, event: *const c_char, key: RawStr) -> c_int {
     let ctx = Ctx(ctx);
     // SAFETY: Redis passes the event name as a NUL-terminated static string.
     let event = if event.is_null() { &[][..] } else { unsafe { std::ffi::CStr::from_ptr(event) }.to_bytes() };
     guarded("a keyspace event", (), || {
         let key = str_bytes(key);
-        crate::hold_index::on_keyspace_event(ctx.selected_db(), event, key);
-        blocking::on_keyspace_event(&ctx, event, key)
+        let db = ctx.selected_db();
+        crate::stats::on_key_event(event, db, key);
+        crate::hold_index::on_key_gone(db, event, key);
+        blocking::on_key_gone(&ctx, key)
     });
     OK
 }
