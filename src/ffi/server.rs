@@ -78,13 +78,13 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if argc == 2 && arg(0).eq_ignore_ascii_case(b"config") && arg(1).eq_ignore_ascii_case(b"resetstat") {
         stats::reset();
     }
-    if !watch::active() || argc < 2 {
+    if !watch::active() || argc < 1 {
         return;
     }
     let last = match watch::classify(arg(0)) {
         Keys::Ignore => return,
         Keys::Exec => return guarded(on_exec),
-        Keys::First => 1,
+        Keys::First => 1.min(argc - 1),
         Keys::All => argc - 1,
     };
     for i in 1..=last {

@@ -1,0 +1,210 @@
+//! Wake-ups and index invalidation without keyspace events of ordinary writes: the module
+//! subscribes to `expired` and `evicted` events only (`INFO lockmod` says so), and learns of
+//! other clients' writes (Redisson's Lua included) from its command filter, of `MULTI` blocks
+//! at `EXEC`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::thread;
+
+use common::parked::wait_blocked;
+use common::*;
+
+/// The only keyspace event classes the module may subscribe to.
+const SUBSCRIBED: &str = "expired,evicted";
+
+fn lockmod_info(c: &mut redis::Connection) -> HashMap<String, String> {
+    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("lockmod_"))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn subscriptions(c: &mut redis::Connection) -> String {
+    lockmod_info(c).get("keyspace_subscriptions").cloned().expect("lockmod_keyspace_subscriptions")
+}
+
+fn indexed(c: &mut redis::Connection) -> i64 {
+    lockmod_info(c).get("indexed_read_holds").and_then(|v| v.parse().ok()).expect("indexed_read_holds")
+}
+
+/// Starts `cmd... BLOCK 20000` on its own connection. A wake-up that never comes shows as a
+/// timeout, which [`assert_woken`] tells apart from a hand-off.
+fn park(s: &Server, cmd: &[&str]) -> thread::JoinHandle<Result<Value, String>> {
+    let mut c = s.conn();
+    let mut args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+    args.extend(["BLOCK".to_string(), "20000".to_string()]);
+    thread::spawn(move || call(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+/// `n` parked clients so far were handed their lock by a wake-up, none by their timeout.
+fn assert_woken(c: &mut redis::Connection, n: i64) {
+    let info = lockmod_info(c);
+    assert_eq!(info["handoffs"], n.to_string(), "{info:?}");
+    assert_eq!(info["block_timeouts"], "0", "{info:?}");
+}
+
+fn lua(file: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/lua").join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn the_module_subscribes_to_expired_and_evicted_events_only_in_every_state() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(subscriptions(&mut c), SUBSCRIBED, "idle");
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "60000"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r2", "60000"]);
+    ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r1", "READ", "60000"]);
+    assert_eq!(indexed(&mut c), 1);
+    assert_eq!(subscriptions(&mut c), SUBSCRIBED, "with a parked client and an index entry");
+    assert_eq!(ok(&mut c, &["LOCK.UNLOCK", "k", "a", "60000"]), Value::Int(1));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+}
+
+#[test]
+fn a_foreign_lua_release_wakes_a_parked_client() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    let sub = s.subscriber();
+    // Redisson's unlock script, run by a Redisson client on the module's lock.
+    let unlock = lua("lock_unlock.lua");
+    let channel = names::lock_channel("k");
+    assert_eq!(ok(&mut c, &["EVAL", &unlock, "2", "k", &channel, "a", "60000"]), Value::Int(1));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 1);
+    assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
+    assert_near(pttl(&mut c, "k"), 60_000, 1_000);
+    assert_eq!(sub.take_n(1, std::time::Duration::from_secs(5)), msgs(&[(channel.as_str(), "0")]));
+    assert_eq!(subscriptions(&mut c), SUBSCRIBED);
+}
+
+#[test]
+fn hdel_and_del_inside_a_script_wake_parked_clients() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["EVAL", "return redis.call('hdel', KEYS[1], ARGV[1])", "1", "k", "a"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 1);
+    assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
+
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "c", "60000"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["EVAL", "return redis.call('del', KEYS[1])", "1", "k"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 2);
+    assert_eq!(hgetall(&mut c, "k"), map(&[("c", "1")]));
+}
+
+#[test]
+fn a_lock_named_after_the_first_key_of_del_or_unlink_still_wakes_its_clients() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["SET", "x", "1"]);
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(ok(&mut c, &["UNLINK", "x", "k"]), Value::Int(2));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 1);
+    assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
+
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "c", "60000"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(ok(&mut c, &["DEL", "y", "z", "k"]), Value::Int(1));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 2);
+    assert_eq!(hgetall(&mut c, "k"), map(&[("c", "1")]));
+}
+
+/// `MULTI` queues the `DEL` while nobody waits for the lock; the client parks before `EXEC`
+/// runs it. The filter saw the `DEL` too early to matter: `EXEC` is what wakes the client.
+#[test]
+fn a_del_queued_in_multi_before_anyone_parked_wakes_the_client_at_exec() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut m = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    ok(&mut m, &["MULTI"]);
+    assert_eq!(ok(&mut m, &["DEL", "k"]), Value::SimpleString("QUEUED".into()));
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(ok(&mut m, &["EXEC"]), Value::Array(vec![Value::Int(1)]));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 1);
+    assert_eq!(hgetall(&mut c, "k"), map(&[("b", "1")]));
+}
+
+/// A read unlock builds the index between the queueing of a foreign `PEXPIRE` on a timeout
+/// key and the `EXEC` that runs it: the entry is dropped at `EXEC`, and the next unlock sees
+/// the new lease.
+#[test]
+fn a_timeout_key_change_queued_before_the_index_existed_is_seen_after_exec() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut m = s.conn();
+    for i in 0..10 {
+        ok(&mut c, &["RWLOCK.RLOCK", "doc", &format!("r{i}"), &(10_000 + i * 1000).to_string()]);
+    }
+    ok(&mut m, &["MULTI"]);
+    ok(&mut m, &["PEXPIRE", &names::read_timeout("doc", "r1", 1), "60000"]);
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r0", "READ", "1"]), Value::Int(0));
+    assert_eq!(indexed(&mut c), 9);
+    assert_eq!(ok(&mut m, &["EXEC"]), Value::Array(vec![Value::Int(1)]));
+    assert_eq!(indexed(&mut c), 0, "EXEC dropped the entry");
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r2", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, "doc"), 60_000, 200);
+}
+
+/// Redisson's cancel script takes the waiter ahead out of the fair queue: the parked waiter
+/// behind it is first in line for the free lock and is granted it.
+#[test]
+fn a_redisson_waiter_leaving_the_fair_queue_by_lua_lets_the_parked_waiter_in() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "f", "h", "60000", "60000"]);
+    // A Redisson waiter queues (no BLOCK), then a module client parks behind it.
+    assert!(matches!(ok(&mut c, &["FAIRLOCK.ACQUIRE", "f", "r", "60000", "60000"]), Value::Int(_)));
+    let w = park(&s, &["FAIRLOCK.ACQUIRE", "f", "p", "60000", "60000"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "f", "h", "60000"]), Value::Int(1));
+    let queue = names::fair_queue("f");
+    let deadlines = names::fair_timeouts("f");
+    let cancel = lua("fair_cancel.lua");
+    assert_eq!(ok(&mut c, &["EVAL", &cancel, "3", "f", &queue, &deadlines, "r", "60000"]), Value::Int(1));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 1);
+    assert_eq!(hgetall(&mut c, "f"), map(&[("p", "1")]));
+    assert_eq!(ok(&mut c, &["LLEN", &queue]), Value::Int(0));
+    assert_eq!(subscriptions(&mut c), SUBSCRIBED);
+}
+
+/// A lock's name is only watched while someone waits for it: once served, a write to it is
+/// a plain write again (the watched-name count goes back to zero).
+#[test]
+fn names_are_watched_only_while_clients_are_parked() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let watched = |c: &mut redis::Connection| lockmod_info(c)["watched_names"].parse::<i64>().expect("watched_names");
+    assert_eq!(watched(&mut c), 0);
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(watched(&mut c), 2, "the lock and its fair queue name");
+    ok(&mut c, &["LOCK.UNLOCK", "k", "a", "60000"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(watched(&mut c), 0);
+}
