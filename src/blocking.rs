@@ -33,16 +33,18 @@ use crate::ffi::{Args, Ctx, KeyKind};
 use crate::stats;
 
 /// What a parked client asked for: enough to retry the same acquire.
+/// A command builds it around its own owner argument (`Request<&[u8]>`, no copy); a client
+/// that parks keeps an owned one (`Request`, the default).
 #[derive(Clone, Debug)]
-pub enum Request {
+pub enum Request<O = Vec<u8>> {
     /// `LOCK.ACQUIRE`, fenced with `TOKEN`.
-    Lock { owner: Vec<u8>, lease: i64, token: bool },
+    Lock { owner: O, lease: i64, token: bool },
     /// `RWLOCK.RLOCK`.
-    Read { owner: Vec<u8>, lease: i64 },
+    Read { owner: O, lease: i64 },
     /// `RWLOCK.WLOCK`.
-    Write { owner: Vec<u8>, lease: i64 },
+    Write { owner: O, lease: i64 },
     /// `FAIRLOCK.ACQUIRE`.
-    Fair { owner: Vec<u8>, lease: i64, wait: i64, noqueue: bool },
+    Fair { owner: O, lease: i64, wait: i64, noqueue: bool },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -52,7 +54,18 @@ pub enum Attempt {
     Refused(Reply),
 }
 
-impl Request {
+impl<O: AsRef<[u8]>> Request<O> {
+    /// The request with its own copy of the owner, to outlive the command.
+    pub fn to_owned(&self) -> Request {
+        let owner = self.owner().to_vec();
+        match *self {
+            Request::Lock { lease, token, .. } => Request::Lock { owner, lease, token },
+            Request::Read { lease, .. } => Request::Read { owner, lease },
+            Request::Write { lease, .. } => Request::Write { owner, lease },
+            Request::Fair { lease, wait, noqueue, .. } => Request::Fair { owner, lease, wait, noqueue },
+        }
+    }
+
     /// The lease asked for (ms).
     pub fn lease(&self) -> i64 {
         match self {
@@ -68,20 +81,20 @@ impl Request {
             Request::Lock { owner, .. }
             | Request::Read { owner, .. }
             | Request::Write { owner, .. }
-            | Request::Fair { owner, .. } => owner,
+            | Request::Fair { owner, .. } => owner.as_ref(),
         }
     }
 }
 
 /// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command, for
 /// the command itself, a parked client's retry and a timeout alike. Counts grants.
-pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
+pub fn attempt<O: AsRef<[u8]>>(store: &mut RedisStore, key: &[u8], req: &Request<O>) -> Result<Attempt> {
     attempt_as(store, key, req.owner(), req)
 }
 
 /// [`attempt`] with `req`'s owner given as `owner` (the same bytes): the command passes its
 /// own argument, which the store recognises and hands to Redis without copying it.
-fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -> Result<Attempt> {
+fn attempt_as<O: AsRef<[u8]>>(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request<O>) -> Result<Attempt> {
     debug_assert_eq!(owner, req.owner());
     let (outcome, reply) = match req {
         Request::Lock { lease, token: false, .. } => {
@@ -121,8 +134,15 @@ fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -
 
 /// An acquire command: granted now if it can be, else parked when `block` is given (the
 /// timeout in ms, 0 = no limit), else the refusal.
-/// `owner` is the command's own argument (`req` holds a copy, kept if the client parks).
-pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, block: Option<i64>) -> Result<Reply> {
+/// `owner` is the command's own argument (`req` borrows it; a client that parks keeps a copy).
+pub fn acquire(
+    ctx: &Ctx,
+    args: &Args,
+    key: &[u8],
+    owner: &[u8],
+    req: Request<&[u8]>,
+    block: Option<i64>,
+) -> Result<Reply> {
     let mut store = RedisStore::new(ctx, args);
     let outcome = attempt_as(&mut store, key, owner, &req)?;
     drop(store);
@@ -131,7 +151,7 @@ pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, b
         (Attempt::Refused(reply), block) => {
             stats::REFUSED.inc();
             match block {
-                Some(ms) => park(ctx, key, req, ms, reply),
+                Some(ms) => park(ctx, key, req.to_owned(), ms, reply),
                 None => Ok(reply),
             }
         }

@@ -31,6 +31,13 @@ enum Name<'a> {
 }
 
 impl Name<'_> {
+    fn arg_index(&self) -> Option<usize> {
+        match self {
+            Name::Arg(i, _) => Some(*i),
+            Name::Own(_) => None,
+        }
+    }
+
     fn raw(&self) -> StrRef<'_> {
         match self {
             Name::Arg(_, r) => *r,
@@ -42,6 +49,44 @@ impl Name<'_> {
 struct OpenKey<'a> {
     name: Name<'a>,
     key: Key,
+    /// Whether the key existed when the command first opened it.
+    existed: bool,
+}
+
+/// The keys a command has open, in order: the first few inline (an O(1) command opens one to
+/// three), more on the heap. Saves an allocation per command.
+#[derive(Default)]
+struct OpenKeys<'a> {
+    inline: [Option<OpenKey<'a>>; 3],
+    more: Vec<OpenKey<'a>>,
+}
+
+impl<'a> OpenKeys<'a> {
+    fn iter(&self) -> impl Iterator<Item = &OpenKey<'a>> {
+        self.inline.iter().map_while(Option::as_ref).chain(self.more.iter())
+    }
+
+    fn len(&self) -> usize {
+        self.inline.iter().take_while(|k| k.is_some()).count() + self.more.len()
+    }
+
+    fn push(&mut self, k: OpenKey<'a>) {
+        match self.inline.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => *slot = Some(k),
+            None => self.more.push(k),
+        }
+    }
+}
+
+impl<'a> std::ops::Index<usize> for OpenKeys<'a> {
+    type Output = OpenKey<'a>;
+
+    fn index(&self, i: usize) -> &OpenKey<'a> {
+        match self.inline.get(i) {
+            Some(Some(k)) => k,
+            _ => &self.more[i - self.inline.len()],
+        }
+    }
 }
 
 /// The keyspace seen by one command: keys opened once and kept open until the command ends.
@@ -50,7 +95,11 @@ pub struct RedisStore<'a> {
     args: &'a Args<'a>,
     now: i64,
     db: i32,
-    keys: Vec<OpenKey<'a>>,
+    keys: OpenKeys<'a>,
+    /// The last hash count read (`hash_get_int`) or written (`hash_incr`) of a field that is
+    /// one of the command's arguments: (key slot, argument index, value), until another write.
+    /// (An argument is identified safely by its index; a temporary's address could be reused.)
+    last_int: Option<(usize, usize, Option<i64>)>,
 }
 
 impl<'a> RedisStore<'a> {
@@ -60,7 +109,7 @@ impl<'a> RedisStore<'a> {
     }
 
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, db: ctx.selected_db(), keys: Vec::with_capacity(2) }
+        RedisStore { ctx: *ctx, args, now, db: ctx.selected_db(), keys: OpenKeys::default(), last_int: None }
     }
 
     /// The database the store works in.
@@ -89,7 +138,8 @@ impl<'a> RedisStore<'a> {
         }
         let name = self.name(key);
         let handle = self.ctx.open_key(name.raw(), true);
-        self.keys.push(OpenKey { name, key: handle });
+        let existed = handle.kind() != KeyKind::Empty;
+        self.keys.push(OpenKey { name, key: handle, existed });
         self.keys.len() - 1
     }
 
@@ -121,13 +171,19 @@ impl<'a> RedisStore<'a> {
     /// does not call the module back for its own writes (it subscribes to no class of event
     /// they fire), so the store does it, without the context Redis would build per call.
     fn notify(&self, class: u32, event: &CStr, name: StrRef) {
-        let key = name.bytes();
-        hold_index::on_write(self.db, key);
-        crate::blocking::changed(&self.ctx, Some(self.db), key);
-        if event == c"del" {
-            crate::stats::on_key_event(b"del", self.db, key);
+        // Nothing parked, nothing indexed (the usual case): one flag read.
+        if crate::watch::active() {
+            let key = name.bytes();
+            hold_index::on_write(self.db, key);
+            crate::blocking::changed(&self.ctx, Some(self.db), key);
         }
         self.ctx.notify(class, event, name);
+    }
+
+    /// `notify` of a `del`: the key is also no longer a granted lock.
+    fn notify_del(&self, name: StrRef) {
+        crate::stats::on_key_event(b"del", self.db, name.bytes());
+        self.notify(GENERIC, c"del", name);
     }
 }
 
@@ -155,7 +211,9 @@ impl Store for RedisStore<'_> {
         }
         k.key.delete();
         hold_index::forget(self.db(), key);
-        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::B(key)]);
+        self.last_int = None;
+        crate::stats::on_key_event(b"del", self.db, key);
+        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
         true
     }
 
@@ -165,10 +223,14 @@ impl Store for RedisStore<'_> {
         if k.key.kind() == KeyKind::Empty || !k.key.set_expire_at(at) {
             return;
         }
-        crate::stats::lease_moved(self.db, key, at);
+        // A new lock is remembered with its lease when granted; an existing one moves it.
+        if k.existed {
+            crate::stats::lease_moved(self.db, key, at);
+        }
         // The lock's own TTL is not part of its read-hold index entry: the entry stands.
         let indexed = hold_index::is_indexed(self.db(), key);
-        self.effect_on(indexed, key, GENERIC, c"expire", c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
+        let name = k.name.raw();
+        self.effect_on(indexed, key, name, GENERIC, c"expire", c"PEXPIREAT", &[Arg::S(name), Arg::I(at)]);
     }
 
     fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -179,10 +241,14 @@ impl Store for RedisStore<'_> {
     fn hash_get_int(&mut self, key: &[u8], field: &[u8]) -> Result<Option<i64>> {
         // Parsed in place: the hot path of every acquire and unlock.
         let f = self.name(field);
-        match self.typed(key, KeyKind::Hash)? {
-            None => Ok(None),
-            Some(k) => k.key.hash_get_int(f.raw()).map_err(|_| LockError::CorruptHoldCount),
-        }
+        let i = self.slot(key);
+        let value = match self.typed(key, KeyKind::Hash)? {
+            None => None,
+            Some(k) => k.key.hash_get_int(f.raw()).map_err(|_| LockError::CorruptHoldCount)?,
+        };
+        // An acquire or unlock reads the count, then increments it: remembered, not read twice.
+        self.last_int = f.arg_index().map(|a| (i, a, value));
+        Ok(value)
     }
 
     fn hash_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -201,14 +267,33 @@ impl Store for RedisStore<'_> {
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
-        let current = k.key.hash_get_int(f.raw()).ok().flatten().unwrap_or(0);
-        let next = current.saturating_add(by);
+        let current = match (self.last_int, f.arg_index()) {
+            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
+            _ => k.key.hash_get_int(f.raw()).ok().flatten(),
+        };
+        let next = current.unwrap_or(0).saturating_add(by);
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         k.key.hash_set(f.raw(), v.as_ref());
+        self.last_int = f.arg_index().map(|a| (i, a, Some(next)));
         let indexed = self.index_field(key, field, Some(next));
-        self.effect_on(indexed, key, HASH, c"hincrby", c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
+        let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)];
+        self.effect_on(indexed, key, k.name.raw(), HASH, c"hincrby", c"HINCRBY", &args);
         next
+    }
+
+    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) {
+        // The key goes at once, so the field is not written; the effects are still those of
+        // `HINCRBY` then `DEL`, as Redisson's script makes them.
+        let f = self.name(field);
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        self.last_int = None;
+        hold_index::forget(self.db, key);
+        self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)]);
+        k.key.delete();
+        crate::stats::on_key_event(b"del", self.db, key);
+        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
     }
 
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
@@ -217,8 +302,10 @@ impl Store for RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.hash_set(f.raw(), v.raw());
+        self.last_int = None;
         let indexed = self.index_field(key, field, parse_i64(value));
-        self.effect_on(indexed, key, HASH, c"hset", c"HSET", &[Arg::B(key), Arg::B(field), Arg::B(value)]);
+        let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::S(v.raw())];
+        self.effect_on(indexed, key, k.name.raw(), HASH, c"hset", c"HSET", &args);
     }
 
     fn hash_del(&mut self, key: &[u8], field: &[u8]) {
@@ -226,6 +313,7 @@ impl Store for RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.hash_del(f.raw());
+        self.last_int = None;
         let emptied = k.key.kind() == KeyKind::Empty;
         let indexed = if emptied {
             hold_index::forget(self.db(), key);
@@ -233,9 +321,10 @@ impl Store for RedisStore<'_> {
         } else {
             self.index_field(key, field, None)
         };
-        self.effect_on(indexed, key, HASH, c"hdel", c"HDEL", &[Arg::B(key), Arg::B(field)]);
+        let args = [Arg::S(k.name.raw()), Arg::S(f.raw())];
+        self.effect_on(indexed, key, k.name.raw(), HASH, c"hdel", c"HDEL", &args);
         if emptied {
-            self.notify(GENERIC, c"del", k.name.raw());
+            self.notify_del(k.name.raw());
         }
     }
 
@@ -255,7 +344,7 @@ impl Store for RedisStore<'_> {
             c"expire",
             k.name.raw(),
             c"SET",
-            &[Arg::B(key), Arg::B(value), Arg::B(b"PXAT"), Arg::I(at)],
+            &[Arg::S(k.name.raw()), Arg::S(v.raw()), Arg::B(b"PXAT"), Arg::I(at)],
         );
     }
 
@@ -268,7 +357,7 @@ impl Store for RedisStore<'_> {
         let v = self.ctx.string(buf.format(next));
         // SET drops an expiry, INCR keeps it: the counter never has one, so they agree.
         k.key.string_set(v.as_ref());
-        self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::B(key)]);
+        self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::S(k.name.raw())]);
         next
     }
 
@@ -330,19 +419,22 @@ impl Store for RedisStore<'_> {
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         let cluster = self.ctx.flags() & CLUSTER_FLAG != 0;
+        // Made once, for the message and for its replication.
+        let (c, m) = (self.ctx.string(channel), self.ctx.string(message));
+        let args = [Arg::S(c.as_ref()), Arg::S(m.as_ref())];
         // `lockmod.pubsub sharded`: as SPUBLISH, which Redis itself propagates to replicas only
         // outside a cluster (in one, the cluster bus carries it to the shard's replicas).
-        if crate::config::sharded() && self.ctx.publish_shard(channel, message) {
+        if crate::config::sharded() && self.ctx.publish_shard(c.as_ref(), m.as_ref()) {
             if !cluster {
-                self.ctx.replicate(c"SPUBLISH", &[Arg::B(channel), Arg::B(message)]);
+                self.ctx.replicate_reusing(self.args, c"SPUBLISH", &args);
             }
             return;
         }
-        self.ctx.publish(channel, message);
+        self.ctx.publish(c.as_ref(), m.as_ref());
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
         // message already travels over the cluster bus, so propagating it would repeat it.
         if !cluster {
-            self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
+            self.ctx.replicate_reusing(self.args, c"PUBLISH", &args);
         }
     }
 

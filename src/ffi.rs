@@ -177,7 +177,7 @@ pub unsafe fn dispatch(ctx: RawCtx, argv: *mut RawStr, argc: c_int, handler: Han
         unsafe { std::slice::from_raw_parts(argv, argc as usize) }
     };
     let ctx = Ctx(ctx);
-    let args = Args { argv };
+    let args = Args::new(argv);
     let result = catch_unwind(AssertUnwindSafe(|| handler(&ctx, &args)));
     match result {
         Ok(Ok(reply)) => ctx.reply(&reply),
@@ -215,15 +215,29 @@ pub fn log(level: &CStr, message: &str) {
 // ---------------------------------------------------------------------------------------------
 // Arguments.
 
-/// A command's arguments, `argv[0]` being the command name.
+/// How many arguments [`Args`] reads once, up front (every O(1) command has fewer).
+const CACHED_ARGS: usize = 8;
+
+/// A command's arguments, `argv[0]` being the command name. The bytes of the first
+/// [`CACHED_ARGS`] are read once: the store looks arguments up by address for every name it
+/// hands Redis, and a call into Redis per comparison would cost more than the comparison.
 pub struct Args<'a> {
     argv: &'a [RawStr],
+    bytes: [&'a [u8]; CACHED_ARGS],
 }
 
 impl<'a> Args<'a> {
+    fn new(argv: &'a [RawStr]) -> Args<'a> {
+        let mut bytes: [&'a [u8]; CACHED_ARGS] = [&[]; CACHED_ARGS];
+        for (b, &s) in bytes.iter_mut().zip(argv) {
+            *b = str_bytes(s);
+        }
+        Args { argv, bytes }
+    }
+
     /// No arguments: for stores used outside a command (timers, blocked-client callbacks).
     pub fn empty() -> Args<'static> {
-        Args { argv: &[] }
+        Args { argv: &[], bytes: [&[]; CACHED_ARGS] }
     }
 
     pub fn len(&self) -> usize {
@@ -236,9 +250,10 @@ impl<'a> Args<'a> {
 
     /// The bytes of argument `i`, borrowed from Redis for the duration of the command.
     pub fn bytes(&self, i: usize) -> &'a [u8] {
-        match self.argv.get(i) {
-            Some(&s) => str_bytes(s),
-            None => &[],
+        match (self.bytes.get(i), self.argv.get(i)) {
+            (Some(b), _) if i < self.argv.len() => b,
+            (_, Some(&s)) => str_bytes(s),
+            _ => &[],
         }
     }
 
@@ -250,10 +265,17 @@ impl<'a> Args<'a> {
     /// The index of the argument whose own buffer `b` is (pointer identity, not equality).
     /// Lets the store hand Redis its own argv strings instead of allocating copies.
     pub fn index_of(&self, b: &[u8]) -> Option<usize> {
-        self.argv.iter().position(|&s| {
-            let own = str_bytes(s);
-            own.as_ptr() == b.as_ptr() && own.len() == b.len()
-        })
+        let same = |own: &[u8]| own.as_ptr() == b.as_ptr() && own.len() == b.len();
+        let cached = self.argv.len().min(CACHED_ARGS);
+        if let Some(i) = self.bytes[..cached].iter().position(|own| same(own)) {
+            return Some(i);
+        }
+        self.argv[cached..].iter().position(|&s| same(str_bytes(s))).map(|i| i + cached)
+    }
+
+    /// The module string of the argument whose own buffer `b` is, if any.
+    pub fn raw_of(&self, b: &[u8]) -> Option<RawStr> {
+        self.index_of(b).map(|i| self.argv[i])
     }
 }
 
@@ -338,6 +360,9 @@ pub struct Ctx(pub RawCtx);
 pub enum Arg<'a> {
     B(&'a [u8]),
     I(i64),
+    /// A module string the caller already has (the key's name, a value it just wrote):
+    /// handed to Redis as it is, a reference count rather than a copy.
+    S(StrRef<'a>),
 }
 
 impl Ctx {
@@ -386,22 +411,18 @@ impl Ctx {
         unsafe { api!(RedisModule_NotifyKeyspaceEvent)(self.0, class as c_int, event.as_ptr(), key.ptr) };
     }
 
-    pub fn publish(&self, channel: &[u8], message: &[u8]) {
-        let c = self.string(channel);
-        let m = self.string(message);
+    pub fn publish(&self, channel: StrRef, message: StrRef) {
         // SAFETY: live context and strings.
-        unsafe { api!(RedisModule_PublishMessage)(self.0, c.ptr, m.ptr) };
+        unsafe { api!(RedisModule_PublishMessage)(self.0, channel.ptr, message.ptr) };
     }
 
     /// Publishes to shard subscribers (`SPUBLISH`); false, publishing nothing, on a server
     /// without the API (it is in every Redis 7.0).
-    pub fn publish_shard(&self, channel: &[u8], message: &[u8]) -> bool {
+    pub fn publish_shard(&self, channel: StrRef, message: StrRef) -> bool {
         // SAFETY: read-only access to a pointer Redis wrote during RedisModule_Init.
         let Some(f) = (unsafe { raw::RedisModule_PublishMessageShard }) else { return false };
-        let c = self.string(channel);
-        let m = self.string(message);
         // SAFETY: live context and strings.
-        unsafe { f(self.0, c.ptr, m.ptr) };
+        unsafe { f(self.0, channel.ptr, message.ptr) };
         true
     }
 
@@ -416,6 +437,7 @@ impl Ctx {
             *part = match a {
                 Arg::B(b) => b,
                 Arg::I(n) => buf.format(*n),
+                Arg::S(s) => s.bytes(),
             };
         }
         let f = api!(RedisModule_Replicate);
@@ -456,43 +478,57 @@ impl Ctx {
         }
     }
 
-    /// `replicate`, handing Redis the command's own argument strings (found in `argv` by
-    /// pointer identity) instead of copies: on the O(1) paths a lock's name and owner are
-    /// argv strings, so most arguments cost a reference count rather than an allocation.
+    /// `replicate`, handing Redis module strings: the caller's own ([`Arg::S`]) or the
+    /// command's own argument strings (found in `argv` by address) where it can, so that on the
+    /// O(1) paths most arguments cost a reference count rather than an allocation.
     pub fn replicate_reusing(&self, argv: &Args, cmd: &CStr, args: &[Arg]) {
         const MAX: usize = 8;
         if args.len() > MAX {
             return self.replicate_many(cmd, args);
         }
-        // Each argument's own string, looked up once.
         let mut raws: [RawStr; MAX] = [std::ptr::null_mut(); MAX];
-        for (raw, a) in raws.iter_mut().zip(args) {
-            if let Arg::B(b) = a {
-                if let Some(i) = argv.index_of(b) {
-                    *raw = argv.argv[i];
-                }
-            }
-        }
-        if raws[..args.len()].iter().all(|r| r.is_null()) {
-            return self.replicate(cmd, args);
-        }
+        // Strings created here, freed after the call (Redis keeps its own references).
+        let mut made: [RawStr; MAX] = [std::ptr::null_mut(); MAX];
+        let mut n_made = 0;
         let mut buf = itoa_buf::Buf::default();
-        let mut owned: [Option<RStr>; MAX] = Default::default();
-        for ((raw, own), a) in raws.iter_mut().zip(owned.iter_mut()).zip(args) {
-            if raw.is_null() {
-                *raw = own
-                    .insert(match a {
-                        Arg::B(b) => self.string(b),
-                        Arg::I(n) => self.string(buf.format(*n)),
-                    })
-                    .ptr;
-            }
+        for (raw, a) in raws.iter_mut().zip(args) {
+            let bytes = match a {
+                Arg::S(s) => {
+                    *raw = s.ptr;
+                    continue;
+                }
+                Arg::B(b) => match argv.raw_of(b) {
+                    Some(r) => {
+                        *raw = r;
+                        continue;
+                    }
+                    None => *b,
+                },
+                Arg::I(n) => buf.format(*n),
+            };
+            // SAFETY: Redis copies `bytes`; the string is freed below with the same context.
+            *raw = unsafe { api!(RedisModule_CreateString)(self.0, bytes.as_ptr() as *const c_char, bytes.len()) };
+            made[n_made] = *raw;
+            n_made += 1;
         }
-        // SAFETY: "v" consumes (RedisModuleString **, size_t): the first `args.len()` entries
-        // are live strings (argv outlives the command, `owned` outlives the call); Redis takes
-        // its own references to what it keeps.
+        let f = api!(RedisModule_Replicate);
+        let (c, r) = (cmd.as_ptr(), &raws);
+        // SAFETY: each "s" consumes one RedisModuleString *, "v" a (RedisModuleString **,
+        // size_t): the first `args.len()` entries are live strings (argv outlives the command,
+        // the `S` strings the call, `made` until freed below); Redis takes its own references
+        // to what it keeps. One "s" per argument saves the reallocation "v" costs inside Redis.
         unsafe {
-            api!(RedisModule_Replicate)(self.0, cmd.as_ptr(), c"v".as_ptr(), raws.as_mut_ptr(), args.len());
+            match args.len() {
+                1 => f(self.0, c, c"s".as_ptr(), r[0]),
+                2 => f(self.0, c, c"ss".as_ptr(), r[0], r[1]),
+                3 => f(self.0, c, c"sss".as_ptr(), r[0], r[1], r[2]),
+                4 => f(self.0, c, c"ssss".as_ptr(), r[0], r[1], r[2], r[3]),
+                5 => f(self.0, c, c"sssss".as_ptr(), r[0], r[1], r[2], r[3], r[4]),
+                n => f(self.0, c, c"v".as_ptr(), raws.as_ptr(), n),
+            };
+            for &m in &made[..n_made] {
+                api!(RedisModule_FreeString)(self.0, m);
+            }
         }
     }
 
@@ -504,6 +540,7 @@ impl Ctx {
             .map(|a| match a {
                 Arg::B(b) => self.string(b),
                 Arg::I(n) => self.string(buf.format(*n)),
+                Arg::S(s) => self.string(s.bytes()),
             })
             .collect();
         let mut raws: Vec<RawStr> = owned.iter().map(|s| s.ptr).collect();

@@ -15,8 +15,9 @@
 //! Redis runs module commands and callbacks on its main thread, so the state is thread-local.
 //! No borrow of it is held while calling into Redis (which may fire events back into here).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::core::hold_expiries::HoldExpiries;
 use crate::names;
@@ -38,27 +39,31 @@ thread_local! {
     static INDEX: RefCell<Registry> = RefCell::new(Registry::default());
     /// The lock (db, key) whose entry already reflects the event being fired.
     static ACCOUNTED: RefCell<Option<(i32, Vec<u8>)>> = const { RefCell::new(None) };
-    /// Set if an event could not be applied: the next access drops everything.
-    static STALE: Cell<bool> = const { Cell::new(false) };
-    /// Whether any lock is indexed: every write and keyspace event in the server asks first,
-    /// and the common answer (no read-write lock ever scanned) costs no lookup.
-    static ANY: Cell<bool> = const { Cell::new(false) };
 }
 
+// Flags read on every write of the module: plain statics (a thread-local access is a call in
+// a shared object); Redis runs the module on its main thread only.
+
+/// Set if an event could not be applied: the next access drops everything.
+static STALE: AtomicBool = AtomicBool::new(false);
+/// Whether any lock is indexed: every write of the module asks first, and the common answer
+/// (no read-write lock ever scanned) costs no lookup.
+static ANY: AtomicBool = AtomicBool::new(false);
+
 fn any() -> bool {
-    ANY.get() || STALE.get()
+    ANY.load(Relaxed) || STALE.load(Relaxed)
 }
 
 fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
     INDEX.with(|r| {
         let mut r = r.try_borrow_mut().ok()?;
-        if STALE.replace(false) {
+        if STALE.swap(false, Relaxed) {
             r.reset();
         }
         let out = f(&mut r);
         let any = !r.locks.values().all(HashMap::is_empty);
-        if any != ANY.get() {
-            ANY.set(any);
+        if any != ANY.load(Relaxed) {
+            ANY.store(any, Relaxed);
             crate::watch::set_indexed(any);
         }
         Some(out)
@@ -182,7 +187,7 @@ pub fn clear() {
         return;
     }
     if with(Registry::reset).is_none() {
-        STALE.set(true);
+        STALE.store(true, Relaxed);
     }
 }
 
@@ -194,8 +199,8 @@ pub fn reload() {
             *r = Registry::default();
         }
     });
-    STALE.set(false);
-    ANY.set(false);
+    STALE.store(false, Relaxed);
+    ANY.store(false, Relaxed);
 }
 
 /// Runs `write` (the module's write of `key`, already reflected in `key`'s entry) so that
@@ -252,7 +257,7 @@ fn drop_stale(db: Option<i32>, key: &[u8], timeout_keys_too: bool) {
         })
     });
     if applied.is_none() {
-        STALE.set(true);
+        STALE.store(true, Relaxed);
     }
 }
 

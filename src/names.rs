@@ -86,9 +86,33 @@ pub fn read_timeout_prefix(key: &[u8], owner: &[u8]) -> Vec<u8> {
 
 /// The timeout key of an owner's `i`-th read hold.
 pub fn read_timeout(key: &[u8], owner: &[u8], i: i64) -> Vec<u8> {
-    let mut k = read_timeout_prefix(key, owner);
+    // One allocation: a read acquire builds this name on its hot path.
+    let mut k = Vec::with_capacity(key.len() + owner.len() + 40);
+    if key.contains(&b'{') {
+        k.extend_from_slice(key);
+    } else {
+        k.push(b'{');
+        k.extend_from_slice(key);
+        k.push(b'}');
+    }
     k.push(b':');
-    k.extend_from_slice(i.to_string().as_bytes());
+    k.extend_from_slice(owner);
+    k.extend_from_slice(b":rwlock_timeout:");
+    let mut digits = [0u8; 20];
+    let mut n = i.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        k.push(b'-');
+    }
+    k.extend_from_slice(&digits[at..]);
     k
 }
 

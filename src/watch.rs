@@ -13,8 +13,9 @@
 //! itself is `crate::ffi::server`; what a hit does is `crate::blocking::changed` and
 //! `crate::hold_index::changed`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use foldhash::fast::RandomState;
 
@@ -32,33 +33,38 @@ struct Names {
 
 thread_local! {
     static NAMES: RefCell<Names> = RefCell::new(Names::default());
-    /// True while any name is watched or any read hold is indexed: the filter's first test.
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-    /// True while the read-hold index has entries: timeout-key arguments then matter too.
-    static INDEXED: Cell<bool> = const { Cell::new(false) };
 }
+
+// The two flags every command and every write of the module read first. Plain statics, not
+// thread-locals: in a shared object each thread-local access is a call (`__tls_get_addr`).
+// Redis runs the module on its main thread only, so relaxed ordering is all they need.
+
+/// True while any name is watched or any read hold is indexed: the filter's first test.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// True while the read-hold index has entries: timeout-key arguments then matter too.
+static INDEXED: AtomicBool = AtomicBool::new(false);
 
 /// Whether the filter has anything to look for.
 #[inline]
 pub fn active() -> bool {
-    ACTIVE.get()
+    ACTIVE.load(Relaxed)
 }
 
 /// Whether timeout-key arguments matter (the read-hold index has entries).
 #[inline]
 pub fn indexed() -> bool {
-    INDEXED.get()
+    INDEXED.load(Relaxed)
 }
 
 /// The read-hold index has entries (or none any more).
 pub fn set_indexed(on: bool) {
-    INDEXED.set(on);
+    INDEXED.store(on, Relaxed);
     refresh();
 }
 
 fn refresh() {
     let any = NAMES.with(|n| n.try_borrow().map(|n| !n.count.is_empty()).unwrap_or(true));
-    ACTIVE.set(any || INDEXED.get());
+    ACTIVE.store(any || INDEXED.load(Relaxed), Relaxed);
 }
 
 /// Starts watching `name` (once more, if already watched).
@@ -105,7 +111,7 @@ pub fn reset() {
             *n = Names::default();
         }
     });
-    INDEXED.set(false);
+    INDEXED.store(false, Relaxed);
     refresh();
 }
 
@@ -194,8 +200,10 @@ pub fn classify(cmd: &[u8]) -> Keys {
 mod tests {
     use super::*;
 
+    /// One test for everything that reads the process-wide flags (tests run on parallel
+    /// threads; the names are per thread, the flags are not).
     #[test]
-    fn a_name_is_watched_while_any_owner_watches_it() {
+    fn a_name_is_watched_while_any_owner_watches_it_and_the_index_keeps_the_filter_active() {
         reset();
         assert!(!active());
         add(b"doc");
@@ -211,11 +219,6 @@ mod tests {
         assert!(is_watched(&long) && !is_watched(&long[..299]));
         remove(&long);
         assert!(!active());
-    }
-
-    #[test]
-    fn the_index_keeps_the_filter_active_without_names() {
-        reset();
         set_indexed(true);
         assert!(active() && indexed());
         set_indexed(false);

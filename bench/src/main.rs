@@ -1,8 +1,9 @@
 //! The benchmark driver behind `make bench` and `make bench-quick` (issue 10).
 //!
-//! It starts a `redis-server` with the module and a second one without it, runs the five parts
-//! (server cost per call, scaling with N, throughput, contended hand-off, memory), prints the tables
-//! on stdout and progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`.
+//! It starts a `redis-server` with the module and a second one without it, runs the seven parts
+//! (server cost per call, scaling with N, throughput, contended hand-off, memory, the tax on other
+//! traffic, the floor), prints the tables on stdout and progress on stderr, and writes
+//! `benchmarks.md` plus SVG charts into `--out`. `--only 6,7` runs some parts alone.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
 mod chart;
@@ -16,6 +17,8 @@ mod part2;
 mod part3;
 mod part4;
 mod part5;
+mod part6;
+mod part7;
 mod report;
 mod server;
 mod stats;
@@ -44,6 +47,8 @@ pub struct Bench {
     pub shas: HashMap<String, String>,
     pub report: Report,
     pub out: PathBuf,
+    /// The server binary, for parts that start servers of their own.
+    pub binary: String,
 }
 
 impl Bench {
@@ -130,7 +135,7 @@ fn raise_fd_limit() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: lockmod-bench [--quick] [--out DIR] [--module PATH] [--server BIN]");
+    eprintln!("usage: lockmod-bench [--quick] [--only 1,2,...] [--out DIR] [--module PATH] [--server BIN]");
     std::process::exit(2)
 }
 
@@ -142,10 +147,15 @@ fn run() -> Res<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|_| root.join("../target/release/libredis_lockmod.so"));
     let mut binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let mut only: Option<Vec<u32>> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--only" => {
+                let list = args.next().unwrap_or_else(|| usage());
+                only = Some(list.split(',').map(|p| p.trim().parse().unwrap_or_else(|_| usage())).collect());
+            }
             "--out" => out = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             "--module" => module = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             "--server" => binary = args.next().unwrap_or_else(|| usage()),
@@ -162,14 +172,17 @@ fn run() -> Res<()> {
     let p = Server::start(&binary, None, "plain")?;
     let lua_dir = root.join("lua");
     let shas = load_scripts(&lua_dir, &[&m, &p])?;
-    let mut b = Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone() };
+    let mut b =
+        Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone(), binary: binary.clone() };
 
     let started = std::time::Instant::now();
-    part1::run(&mut b)?;
-    part2::run(&mut b)?;
-    part3::run(&mut b)?;
-    part4::run(&mut b)?;
-    part5::run(&mut b)?;
+    let parts: [fn(&mut Bench) -> Res<()>; 7] =
+        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run, part7::run];
+    for (i, part) in parts.iter().enumerate() {
+        if only.as_ref().is_none_or(|o| o.contains(&(i as u32 + 1))) {
+            part(&mut b)?;
+        }
+    }
     let header = header(&b, &binary, started.elapsed().as_secs())?;
     let mut md = b.report.markdown(&header);
     // Hand-written notes (profiles, what bounds a missed target) survive every regeneration.
@@ -195,6 +208,10 @@ fn header(b: &Bench, binary: &str, secs: u64) -> Res<String> {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let version = server::info(&mut b.m.conn()?, "server")?.get("redis_version").cloned().unwrap_or_default();
     let cmd = if b.quick { "make bench-quick" } else { "make bench" };
+    let cmd = match std::env::args().skip_while(|a| a != "--only").nth(1) {
+        Some(parts) => format!("{cmd}, parts {parts} only"),
+        None => cmd.to_string(),
+    };
     Ok(format!(
         "# Benchmarks\n\n\
          Produced by `{cmd}` (the driver in `bench/`, `cargo run --release -p lockmod-bench`), in {secs} s.\n\n\

@@ -20,7 +20,7 @@ pub fn fairlock_acquire(ctx: &Ctx, args: &Args) -> Result {
     if opts.noqueue && opts.block.is_some() {
         return Err(LockError::Syntax);
     }
-    let req = Request::Fair { owner: owner.to_vec(), lease, wait, noqueue: opts.noqueue };
+    let req = Request::Fair { owner, lease, wait, noqueue: opts.noqueue };
     blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 

@@ -15,7 +15,7 @@ pub fn lock_acquire(ctx: &Ctx, args: &Args) -> Result {
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
     let opts = parse_options(args, 4, Accepts { block: true, token: true, ..Accepts::default() })?;
-    let req = Request::Lock { owner: owner.to_vec(), lease, token: opts.token };
+    let req = Request::Lock { owner, lease, token: opts.token };
     blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 

@@ -38,8 +38,8 @@ fn acquire(ctx: &Ctx, args: &Args, cmd: &'static str, side: Side) -> Result {
     let lease = parse_ms(args.bytes(3), "lease")?;
     let opts = parse_options(args, 4, Accepts { block: true, ..Accepts::default() })?;
     let req = match side {
-        Side::Read => Request::Read { owner: owner.to_vec(), lease },
-        Side::Write => Request::Write { owner: owner.to_vec(), lease },
+        Side::Read => Request::Read { owner, lease },
+        Side::Write => Request::Write { owner, lease },
     };
     blocking::acquire(ctx, args, key, owner, req, opts.block)
 }

@@ -62,8 +62,59 @@ pub fn latch_record<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outco
 }
 
 /// Parses a decimal integer the way Redis does (no spaces, no `+`, no leading zeros).
+/// Every acquire parses its lease with it, so it allocates nothing.
 pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(b).ok()?;
-    let v: i64 = s.parse().ok()?;
-    (v.to_string() == s).then_some(v)
+    let (negative, digits) = match b {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() || (digits[0] == b'0' && (digits.len() > 1 || negative)) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(d - b'0');
+        // Accumulated with the sign, so i64::MIN parses and one past it does not.
+        v = v.checked_mul(10)?;
+        v = if negative { v.checked_sub(d)? } else { v.checked_add(d)? };
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::parse_i64;
+
+    /// The canonical form: what `i64::to_string` prints back, and nothing else.
+    #[test]
+    fn integers_parse_only_in_their_canonical_form() {
+        let reference = |s: &str| s.parse::<i64>().ok().filter(|v| v.to_string() == s);
+        for s in [
+            "0",
+            "1",
+            "-1",
+            "30000",
+            "007",
+            "-0",
+            "+5",
+            "",
+            "-",
+            " 1",
+            "1 ",
+            "1a",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "00",
+            "10",
+            "-10",
+        ] {
+            assert_eq!(parse_i64(s.as_bytes()), reference(s), "{s:?}");
+        }
+    }
 }

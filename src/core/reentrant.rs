@@ -67,16 +67,17 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
-    if s.hash_get_int(key, owner)?.is_none() {
+    let Some(holds) = s.hash_get_int(key, owner)? else {
         return Ok(Reply::Nil);
-    }
-    if s.hash_incr(key, owner, -1) > 0 {
+    };
+    if holds.saturating_sub(1) > 0 {
+        s.hash_incr(key, owner, -1);
         let at = s.now() + lease;
         s.pexpire_at(key, at);
         latch_record(s, key, latch, 0);
         return Ok(Reply::Int(0));
     }
-    s.del(key);
+    s.hash_incr_then_del(key, owner, -1);
     s.publish(&names::lock_channel(key), b"0");
     latch_record(s, key, latch, 1);
     Ok(Reply::Int(1))

@@ -42,6 +42,12 @@ pub trait Store {
     fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
     /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value.
     fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64;
+    /// `HINCRBY` then `DEL` of the key: the effects of both (a release that takes the last
+    /// hold), where the incremented value is never read.
+    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) {
+        self.hash_incr(key, field, by);
+        self.del(key);
+    }
     /// `HSET` of one field.
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]);
     /// `HDEL` of one field (the key goes with its last field).

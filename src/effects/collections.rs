@@ -4,7 +4,7 @@
 //! Scores are replicated as absolute values (`ZADD key score member`), even where Redisson's
 //! Lua runs `ZINCRBY`: the result is the same and a replay never depends on what it finds.
 
-use super::{RedisStore, GENERIC};
+use super::RedisStore;
 use crate::core::Result;
 use crate::ffi::{Arg, KeyKind};
 use redis_module::raw;
@@ -40,7 +40,7 @@ impl RedisStore<'_> {
     fn notify_if_deleted(&self, i: usize) {
         let k = &self.keys[i];
         if k.key.kind() == KeyKind::Empty {
-            self.notify(GENERIC, c"del", k.name.raw());
+            self.notify_del(k.name.raw());
         }
     }
 
@@ -77,7 +77,7 @@ impl RedisStore<'_> {
         if k.key.kind() != KeyKind::List || k.key.list_pop_head().is_none() {
             return;
         }
-        self.effect(LIST, c"lpop", k.name.raw(), c"LPOP", &[Arg::B(key)]);
+        self.effect(LIST, c"lpop", k.name.raw(), c"LPOP", &[Arg::S(k.name.raw())]);
         self.notify_if_deleted(i);
     }
 
@@ -86,7 +86,7 @@ impl RedisStore<'_> {
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.list_push_tail(v.raw());
-        self.effect(LIST, c"rpush", k.name.raw(), c"RPUSH", &[Arg::B(key), Arg::B(value)]);
+        self.effect(LIST, c"rpush", k.name.raw(), c"RPUSH", &[Arg::S(k.name.raw()), Arg::S(v.raw())]);
     }
 
     pub(super) fn list_remove_(&mut self, key: &[u8], value: &[u8]) -> usize {
@@ -109,7 +109,7 @@ impl RedisStore<'_> {
         if let (Some(at), false) = (expiry, kept.is_empty()) {
             k.key.set_expire_at(at);
         }
-        self.effect(LIST, c"lrem", k.name.raw(), c"LREM", &[Arg::B(key), Arg::I(0), Arg::B(value)]);
+        self.effect(LIST, c"lrem", k.name.raw(), c"LREM", &[Arg::S(k.name.raw()), Arg::I(0), Arg::B(value)]);
         self.notify_if_deleted(i);
         removed
     }
@@ -134,7 +134,13 @@ impl RedisStore<'_> {
         let new = k.key.zset_score(m.raw()).is_none();
         k.key.zset_add(score, m.raw());
         let text = score_text(score);
-        self.effect(ZSET, event, k.name.raw(), c"ZADD", &[Arg::B(key), Arg::B(text.as_bytes()), Arg::B(member)]);
+        self.effect(
+            ZSET,
+            event,
+            k.name.raw(),
+            c"ZADD",
+            &[Arg::S(k.name.raw()), Arg::B(text.as_bytes()), Arg::S(m.raw())],
+        );
         new
     }
 
@@ -149,7 +155,7 @@ impl RedisStore<'_> {
         if k.key.kind() != KeyKind::Zset || !k.key.zset_rem(m.raw()) {
             return false;
         }
-        self.effect(ZSET, c"zrem", k.name.raw(), c"ZREM", &[Arg::B(key), Arg::B(member)]);
+        self.effect(ZSET, c"zrem", k.name.raw(), c"ZREM", &[Arg::S(k.name.raw()), Arg::S(m.raw())]);
         self.notify_if_deleted(i);
         true
     }

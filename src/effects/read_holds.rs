@@ -8,18 +8,27 @@ use super::RedisStore;
 use crate::core::hold_expiries::{HoldExpiries, HoldState};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, Result};
-use crate::ffi::{Arg, KeyKind};
+use crate::ffi::{Arg, KeyKind, StrRef};
 use crate::{hold_index, names};
 
 impl RedisStore<'_> {
-    /// [`Self::effect`] for a write to `key`, whose read-hold index entry (if `reflected`)
-    /// already shows the write: its event must not drop the entry.
-    pub(super) fn effect_on(&self, reflected: bool, key: &[u8], class: u32, event: &CStr, cmd: &CStr, args: &[Arg]) {
-        let Some(k) = self.is_open(key) else { return };
+    /// [`Self::effect`] for a write to `key` (named `name`), whose read-hold index entry (if
+    /// `reflected`) already shows the write: its report must not drop the entry.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn effect_on(
+        &self,
+        reflected: bool,
+        key: &[u8],
+        name: StrRef,
+        class: u32,
+        event: &CStr,
+        cmd: &CStr,
+        args: &[Arg],
+    ) {
         if reflected {
-            hold_index::accounted(self.db(), key, || self.effect(class, event, k.name.raw(), cmd, args));
+            hold_index::accounted(self.db(), key, || self.effect(class, event, name, cmd, args));
         } else {
-            self.effect(class, event, k.name.raw(), cmd, args);
+            self.effect(class, event, name, cmd, args);
         }
     }
 
