@@ -45,6 +45,7 @@ pub mod config;
 pub mod events;
 pub mod metadata;
 pub mod server;
+pub mod watch_filter;
 
 #[cold]
 pub(crate) fn api_missing(name: &str) -> ! {
@@ -137,6 +138,10 @@ needed_apis!(
     RedisModule_UnblockClient,
     RedisModule_GetDetachedThreadSafeContext,
     RedisModule_InfoAddFieldCString,
+    RedisModule_UnregisterCommandFilter,
+    RedisModule_GetServerInfo,
+    RedisModule_ServerInfoGetFieldC,
+    RedisModule_FreeServerInfo,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -178,6 +183,7 @@ pub unsafe fn dispatch(ctx: RawCtx, argv: *mut RawStr, argc: c_int, handler: Han
     };
     let ctx = Ctx(ctx);
     let args = Args::new(argv);
+    crate::stats::CALLS.inc();
     let result = catch_unwind(AssertUnwindSafe(|| handler(&ctx, &args)));
     match result {
         Ok(Ok(reply)) => ctx.reply(&reply),
@@ -199,7 +205,12 @@ pub fn create_command(
     step: c_int,
 ) -> bool {
     // SAFETY: `ctx` is the OnLoad context; the strings are NUL-terminated and copied by Redis.
-    unsafe { api!(RedisModule_CreateCommand)(ctx.ctx, name.as_ptr(), Some(f), flags.as_ptr(), first, last, step) == OK }
+    let ok =
+        unsafe { api!(RedisModule_CreateCommand)(ctx.ctx, name.as_ptr(), Some(f), flags.as_ptr(), first, last, step) };
+    if ok == OK {
+        server::note_command(name);
+    }
+    ok == OK
 }
 
 /// Logs through the server's log, which is where operators look.

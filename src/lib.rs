@@ -60,7 +60,7 @@ mod module {
         }
         install_panic_hook();
         if !ffi::server::register(ctx) {
-            ctx.log_warning("lockmod: could not register the INFO section or the command filter");
+            ctx.log_warning("lockmod: could not register the INFO section");
             return Status::Err;
         }
         if !ffi::config::register(ctx) {
@@ -69,8 +69,11 @@ mod module {
         }
         // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
         crate::hold_index::reload();
+        ffi::watch_filter::reload();
         crate::watch::reset();
+        crate::watch::on_change(ffi::watch_filter::set);
         crate::stats::forget_all();
+        crate::stats::reload();
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
             return Status::Err;

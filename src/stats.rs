@@ -56,6 +56,8 @@ pub static DISCONNECTS: Counter = Counter::new();
 pub static EXPIRED_HELD: Counter = Counter::new();
 /// Bytes the module has allocated and not freed (maintained by the allocator).
 pub static MEMORY: AtomicI64 = AtomicI64::new(0);
+/// Calls of the module's commands since load, never reset (see [`reset_happened`]).
+pub static CALLS: Counter = Counter::new();
 
 /// Every counter, for `CONFIG RESETSTAT`.
 const ALL: &[&Counter] = &[
@@ -78,6 +80,47 @@ pub fn reset() {
     }
 }
 
+// -- A CONFIG RESETSTAT nobody saw ----------------------------------------------------------
+//
+// The command filter, which sees `CONFIG RESETSTAT`, is registered only while something is
+// watched. A reset made while it is not shows in Redis' own count of our commands' calls
+// (`INFO commandstats`, which the reset zeroes): fewer than we ran since the last look.
+
+/// Redis' count of our calls and ours, at the last look (or reset seen).
+static REDIS_BASE: AtomicU64 = AtomicU64::new(0);
+static OURS_BASE: AtomicU64 = AtomicU64::new(0);
+static DISCONNECTS_BASE: AtomicU64 = AtomicU64::new(0);
+
+/// Whether Redis' statistics were reset since the last look, given its count of our calls
+/// now. Redis 7.0 counts a call when it runs, Valkey a parked one only when it is answered
+/// (never if its client leaves first): parked clients and disconnects since the last look
+/// are the margin.
+pub fn reset_happened(redis_calls: u64, parked_now: u64) -> bool {
+    let (ours, disconnects) = (CALLS.get(), DISCONNECTS.get());
+    let redis_base = REDIS_BASE.swap(redis_calls, Relaxed);
+    let ran = ours.saturating_sub(OURS_BASE.swap(ours, Relaxed));
+    let left = disconnects.saturating_sub(DISCONNECTS_BASE.swap(disconnects, Relaxed));
+    let expected = (redis_base + ran).saturating_sub(parked_now + left);
+    let reset = redis_calls < redis_base || redis_calls < expected;
+    if reset {
+        // The caller zeroes the counters, disconnects included.
+        DISCONNECTS_BASE.store(0, Relaxed);
+    }
+    reset
+}
+
+/// The filter saw `CONFIG RESETSTAT`: Redis' count of our calls restarts from zero now.
+pub fn reset_seen_now() {
+    REDIS_BASE.store(0, Relaxed);
+    OURS_BASE.store(CALLS.get(), Relaxed);
+    DISCONNECTS_BASE.store(0, Relaxed);
+}
+
+/// The module was loaded: Redis counts its commands from zero.
+pub fn reload() {
+    reset_seen_now();
+}
+
 /// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).
 pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
     let g = |c: &Counter| c.get() as i64;
@@ -97,6 +140,7 @@ pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
         ("memory_bytes", MEMORY.load(Relaxed)),
         ("indexed_read_holds", crate::hold_index::positions() as i64),
         ("watched_names", crate::watch::watched() as i64),
+        ("command_filter", i64::from(crate::ffi::watch_filter::registered())),
     ]
 }
 

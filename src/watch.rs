@@ -16,6 +16,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Mutex;
 
 use foldhash::fast::RandomState;
 
@@ -62,9 +63,26 @@ pub fn set_indexed(on: bool) {
     refresh();
 }
 
+/// Told when the filter has something to look for, or nothing any more (the module registers
+/// its command filter only meanwhile).
+static ON_CHANGE: Mutex<Option<fn(bool)>> = Mutex::new(None);
+
+/// Sets what [`ON_CHANGE`] calls.
+pub fn on_change(f: fn(bool)) {
+    if let Ok(mut h) = ON_CHANGE.lock() {
+        *h = Some(f);
+    }
+}
+
 fn refresh() {
     let any = NAMES.with(|n| n.try_borrow().map(|n| !n.count.is_empty()).unwrap_or(true));
-    ACTIVE.store(any || INDEXED.load(Relaxed), Relaxed);
+    let now = any || INDEXED.load(Relaxed);
+    if ACTIVE.swap(now, Relaxed) != now {
+        let hook = ON_CHANGE.lock().ok().and_then(|h| *h);
+        if let Some(f) = hook {
+            f(now);
+        }
+    }
 }
 
 /// Starts watching `name` (once more, if already watched).

@@ -208,3 +208,67 @@ fn names_are_watched_only_while_clients_are_parked() {
     assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
     assert_eq!(watched(&mut c), 0);
 }
+
+fn counter(c: &mut redis::Connection, name: &str) -> i64 {
+    lockmod_info(c).get(name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("lockmod_{name}"))
+}
+
+/// Idle, the module has no command filter at all (Redis would run it before every command);
+/// it registers one for as long as a client is parked or a read hold is indexed.
+#[test]
+fn the_command_filter_is_registered_only_while_something_is_watched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(counter(&mut c, "command_filter"), 0, "idle");
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    assert_eq!(counter(&mut c, "command_filter"), 0, "a held lock needs no filter");
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(counter(&mut c, "command_filter"), 1, "a client is parked");
+    ok(&mut c, &["DEL", "k"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, 1);
+    assert_eq!(counter(&mut c, "command_filter"), 0, "nobody parked any more");
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "60000"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r2", "60000"]);
+    ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r1", "READ", "60000"]);
+    assert_eq!(counter(&mut c, "command_filter"), 1, "a read hold is indexed");
+    ok(&mut c, &["HSET", "doc", "r2", "2"]);
+    assert_eq!(counter(&mut c, "indexed_read_holds"), 0);
+    assert_eq!(counter(&mut c, "command_filter"), 0, "the foreign write dropped the entry");
+}
+
+/// `CONFIG RESETSTAT` while the filter is not registered (nothing watched) still resets the
+/// counters: `INFO lockmod` sees it in Redis' own call counts, even as the first `INFO` ever.
+#[test]
+fn a_reset_made_while_nothing_is_watched_is_seen_by_info() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for owner in ["a", "b", "c"] {
+        ok(&mut c, &["LOCK.ACQUIRE", owner, owner, "60000"]);
+    }
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(counter(&mut c, "acquired"), 0);
+    ok(&mut c, &["LOCK.ACQUIRE", "d", "d", "60000"]);
+    assert_eq!(counter(&mut c, "acquired"), 1);
+    assert_eq!(counter(&mut c, "acquired"), 1, "a second look sees no reset");
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    ok(&mut c, &["LOCK.INFO", "d"]);
+    assert_eq!(counter(&mut c, "acquired"), 0, "seen after a reset and one more command");
+}
+
+/// While the filter is registered it sees the reset itself: later grants count exactly.
+#[test]
+fn a_reset_made_while_a_client_is_parked_counts_what_follows_exactly() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    ok(&mut c, &["LOCK.ACQUIRE", "x", "x", "60000"]);
+    ok(&mut c, &["LOCK.UNLOCK", "k", "a", "60000"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(counter(&mut c, "acquired"), 2, "x, and the hand-off to b");
+    assert_eq!(counter(&mut c, "handoffs"), 1);
+}

@@ -1,7 +1,6 @@
-//! Server-wide hooks: the module's allocator (counting what it holds), the `INFO lockmod`
-//! section, and the command filter: it notices `CONFIG RESETSTAT`, and, while a lock has
-//! parked clients or read holds are indexed, every command that may change one of them
-//! behind the module's back (see `crate::watch`).
+//! Server-wide hooks: the module's allocator (counting what it holds) and the `INFO lockmod`
+//! section, which also notices a `CONFIG RESETSTAT` that the command filter
+//! (`super::watch_filter`, registered only while something is watched) did not see.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::raw::c_int;
@@ -10,9 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use redis_module::alloc::RedisAlloc;
 use redis_module::raw;
 
-use super::str_bytes;
 use crate::stats;
-use crate::watch::{self, Keys};
 
 /// Redis' allocator (so the module's memory shows in `used_memory` and `maxmemory` applies),
 /// counting the bytes the module holds for `INFO lockmod`.
@@ -34,18 +31,68 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
-/// Registers the INFO section and the RESETSTAT filter. False if Redis refused either.
+/// Registers the INFO section. False if Redis refused it.
 pub fn register(ctx: &redis_module::Context) -> bool {
-    if raw::register_info_function(ctx.ctx, Some(on_info)) != raw::Status::Ok {
-        return false;
-    }
-    // SAFETY: OnLoad context; the callback has the signature Redis expects.
-    let filter = unsafe { api!(RedisModule_RegisterCommandFilter)(ctx.ctx, Some(on_command), 0) };
-    !filter.is_null()
+    COMMANDS.with(|c| c.borrow_mut().clear());
+    raw::register_info_function(ctx.ctx, Some(on_info)) == raw::Status::Ok
 }
 
-extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let fields = std::panic::catch_unwind(|| stats::info_fields(crate::blocking::parked_now() as u64));
+thread_local! {
+    /// `cmdstat_<name>` of every command the module registered.
+    static COMMANDS: std::cell::RefCell<Vec<std::ffi::CString>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Remembers a command the module registered, whose calls `INFO commandstats` counts.
+pub(super) fn note_command(name: &std::ffi::CStr) {
+    let field = format!("cmdstat_{}", name.to_string_lossy().to_lowercase());
+    if let Ok(field) = std::ffi::CString::new(field) {
+        COMMANDS.with(|c| c.borrow_mut().push(field));
+    }
+}
+
+/// Calls of the module's commands since the last `CONFIG RESETSTAT`, as `INFO commandstats`
+/// counts them; None if it cannot be read.
+fn commandstats_calls() -> Option<u64> {
+    // SAFETY: a null context is allowed (no automatic memory); the data is freed below.
+    let info = unsafe { api!(RedisModule_GetServerInfo)(std::ptr::null_mut(), c"commandstats".as_ptr()) };
+    if info.is_null() {
+        return None;
+    }
+    let total = COMMANDS.with(|c| {
+        c.borrow()
+            .iter()
+            .map(|field| {
+                // SAFETY: `info` is live; the returned C string is owned by it.
+                let v = unsafe { api!(RedisModule_ServerInfoGetFieldC)(info, field.as_ptr()) };
+                if v.is_null() {
+                    return 0;
+                }
+                // SAFETY: a NUL-terminated string owned by `info`, alive until it is freed.
+                let line = unsafe { std::ffi::CStr::from_ptr(v) }.to_bytes();
+                let calls = line.split(|&b| b == b',').find_map(|kv| kv.strip_prefix(b"calls="));
+                calls.and_then(crate::core::parse_i64).unwrap_or(0).max(0) as u64
+            })
+            .sum()
+    });
+    // SAFETY: `info` came from RM_GetServerInfo and is freed once.
+    unsafe { api!(RedisModule_FreeServerInfo)(std::ptr::null_mut(), info) };
+    Some(total)
+}
+
+extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    let fields = std::panic::catch_unwind(|| {
+        let parked = crate::blocking::parked_now() as u64;
+        // A reset the filter could not see (it is registered only while something is
+        // watched) shows as fewer calls of our commands in Redis' own statistics than we ran.
+        if for_crash_report == 0 {
+            if let Some(calls) = commandstats_calls() {
+                if stats::reset_happened(calls, parked) {
+                    stats::reset();
+                }
+            }
+        }
+        stats::info_fields(parked)
+    });
     let Ok(fields) = fields else { return };
     // A section named after the module: `INFO lockmod`.
     if raw::add_info_section(ctx, None) != raw::Status::Ok {
@@ -59,65 +106,4 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_in
     let events = std::ffi::CString::new(super::events::KEYSPACE_EVENT_NAMES).unwrap_or_default();
     // SAFETY: live INFO context; Redis copies both strings.
     unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"keyspace_subscriptions".as_ptr(), events.as_ptr()) };
-}
-
-/// Runs before every command from a client, queued in `MULTI`, or called by a script.
-/// Idle (nothing parked, nothing indexed) it costs an argument count and one thread-local
-/// read, `CONFIG RESETSTAT` aside.
-extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    // SAFETY: `fctx` is live for this call; argument strings are owned by the client.
-    let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
-    let arg = |i: c_int| -> &[u8] {
-        // SAFETY: as above; `i` < `argc`.
-        let s = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, i) };
-        if s.is_null() {
-            &[]
-        } else {
-            str_bytes(s)
-        }
-    };
-    if argc == 2 && arg(0).eq_ignore_ascii_case(b"config") && arg(1).eq_ignore_ascii_case(b"resetstat") {
-        stats::reset();
-    }
-    if !watch::active() || argc < 1 {
-        return;
-    }
-    let last = match watch::classify(arg(0)) {
-        Keys::Ignore => return,
-        Keys::Exec => return guarded(on_exec),
-        Keys::First => 1.min(argc - 1),
-        Keys::All => argc - 1,
-    };
-    for i in 1..=last {
-        let name = arg(i);
-        if watch::is_watched(name) || (watch::indexed() && watch::looks_like_timeout_key(name)) {
-            guarded(|| on_hit(name));
-        }
-    }
-}
-
-/// A command about to run names `name`, which a lock with parked clients or an index entry
-/// depends on: drop the entry now (the command runs before anything could read it again) and
-/// serve the lock from a 0 ms timer, after the command.
-fn on_hit(name: &[u8]) {
-    crate::hold_index::changed(name);
-    if let Some(ctx) = super::events::module_ctx() {
-        crate::blocking::changed(&ctx, None, name);
-    }
-}
-
-/// `EXEC` runs commands filtered when they were queued, perhaps before what they change was
-/// watched: drop the whole index and re-check every lock with parked clients, after it.
-fn on_exec() {
-    crate::hold_index::clear();
-    if let Some(ctx) = super::events::module_ctx() {
-        crate::blocking::recheck_all(&ctx);
-    }
-}
-
-/// No panic may unwind into Redis from a filter.
-fn guarded(f: impl FnOnce()) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        super::log(c"warning", "lockmod: internal error in the command filter");
-    }
 }
