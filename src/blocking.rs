@@ -9,10 +9,10 @@
 //! writes propagate like any command's. Wake-ups come from three places:
 //! - our own write commands: `serve_now` at the end of each serves the lock at once, in the
 //!   same command, so a release hands over with no window for others to barge in;
-//! - a change to a lock (or its fair queue) by anyone else, Redisson's Lua included: the
-//!   command filter sees the command (`crate::watch`) before it runs, so the lock is queued in
-//!   `pending` and served from a 0 ms timer, after it; likewise `EXEC` (its commands were
-//!   filtered when queued), `expired`/`evicted` events and FLUSHALL;
+//! - a change to a lock (or its fair queue) by anyone else, Redisson's Lua included: a 1 ms
+//!   tick compares each parked lock's signature (`poll`) and serves the lock when it changed;
+//!   `expired`/`evicted` events and FLUSHALL queue the lock in `pending`, served from a 0 ms
+//!   timer (a notification callback is no place to write);
 //! - lease expiry: a timer at the lock's absolute expiry, since Redis' own lazy or active
 //!   expiry may come much later.
 //!
@@ -121,6 +121,8 @@ fn attempt_as<O: AsRef<[u8]>>(store: &mut RedisStore, key: &[u8], owner: &[u8], 
         Acquired::New => {
             stats::ACQUIRED.inc();
             let now = crate::core::Store::now(store);
+            // Its expiry, were it to come first, is counted by an `expired` event.
+            crate::ffi::events::watch_keyspace(store.ctx());
             stats::granted(store.db(), key, now + req.lease(), now);
             Attempt::Granted(reply)
         }
@@ -159,6 +161,7 @@ pub fn acquire(
 }
 
 mod fair_waiters;
+pub mod poll;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -170,6 +173,8 @@ pub enum TimerData {
     FairTick,
     /// Take fair waiters that gave up out of their queues.
     FairCancels,
+    /// Look for changes by others to locks with parked clients (`poll`).
+    Poll,
 }
 
 /// A lock: its database and key.
@@ -212,6 +217,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     if !ctx.can_block() {
         return Ok(refused);
     }
+    crate::ffi::events::watch_keyspace(ctx);
     let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
@@ -224,6 +230,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
         r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() })
     });
     arm_expiry(ctx, &id);
+    poll::parked(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
     }
@@ -396,6 +403,7 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
         }
         TimerData::FairTick => return fair_waiters::tick(ctx),
         TimerData::FairCancels => return fair_waiters::run_cancels(ctx),
+        TimerData::Poll => return poll::tick(ctx),
     };
     for id in due {
         if ctx.select_db(id.0) {
@@ -404,18 +412,13 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
     }
 }
 
-/// The names whose change may free a lock or reorder its fair queue: the lock key and its
-/// queue (watched for every parked lock: a Redisson waiter leaving the queue may put a parked
-/// fair waiter first in line).
+/// Remembers which databases a lock key has parked clients in, so a change reported by name
+/// (the module's own writes, the command filter) finds them.
 fn watch_lock(r: &mut Registry, id: &LockId) {
-    crate::watch::add(&id.1);
-    crate::watch::add(&crate::names::fair_queue(&id.1));
     r.by_name.entry(id.1.clone()).or_default().push(id.0);
 }
 
 fn unwatch_lock(r: &mut Registry, id: &LockId) {
-    crate::watch::remove(&id.1);
-    crate::watch::remove(&crate::names::fair_queue(&id.1));
     if let Some(dbs) = r.by_name.get_mut(&id.1) {
         dbs.retain(|&d| d != id.0);
         if dbs.is_empty() {

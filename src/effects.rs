@@ -117,6 +117,11 @@ impl<'a> RedisStore<'a> {
         self.db
     }
 
+    /// The context of the command (or callback) the store works for.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
     fn name(&self, b: &[u8]) -> Name<'a> {
         match self.args.index_of(b).and_then(|i| self.args.raw(i).map(|r| (i, r))) {
             Some((i, r)) => Name::Arg(i, r),

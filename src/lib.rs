@@ -74,6 +74,7 @@ mod module {
         crate::watch::on_change(ffi::watch_filter::set);
         crate::stats::forget_all();
         crate::stats::reload();
+        crate::blocking::poll::reload();
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
             return Status::Err;

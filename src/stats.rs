@@ -10,17 +10,22 @@ use std::hash::BuildHasher;
 use foldhash::fast::RandomState;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
-pub struct Counter(AtomicU64);
+mod resetstat;
+pub use resetstat::{reload, reset_happened, reset_seen_now, CALLS};
+
+/// A counter and its place in [`ALL`] (which the reset log records).
+pub struct Counter(AtomicU64, u8);
 
 impl Counter {
-    const fn new() -> Self {
-        Counter(AtomicU64::new(0))
+    const fn new(index: u8) -> Self {
+        Counter(AtomicU64::new(0), index)
     }
 
     /// A load and a store, not a locked read-modify-write: only Redis' main thread runs the
     /// module, and an atomic add costs tens of cycles on every grant.
     pub fn add(&self, n: u64) {
         self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+        resetstat::logged(self.1, n);
     }
 
     pub fn inc(&self) {
@@ -33,31 +38,29 @@ impl Counter {
 }
 
 /// Grants: first holds, re-entries and BLOCK hand-offs.
-pub static ACQUIRED: Counter = Counter::new();
+pub static ACQUIRED: Counter = Counter::new(0);
 /// Acquires answered "held by someone else" (a BLOCK call that parks counts once).
-pub static REFUSED: Counter = Counter::new();
+pub static REFUSED: Counter = Counter::new(1);
 /// Re-entries among the grants.
-pub static REENTRIES: Counter = Counter::new();
+pub static REENTRIES: Counter = Counter::new(2);
 /// Unlocks that released a hold (partially or completely).
-pub static RELEASED: Counter = Counter::new();
+pub static RELEASED: Counter = Counter::new(3);
 /// Force-unlocks that deleted a lock.
-pub static FORCED: Counter = Counter::new();
+pub static FORCED: Counter = Counter::new(4);
 /// Renewals of a held lock.
-pub static RENEWED: Counter = Counter::new();
+pub static RENEWED: Counter = Counter::new(5);
 /// Clients parked with BLOCK, in total.
-pub static PARKED: Counter = Counter::new();
+pub static PARKED: Counter = Counter::new(6);
 /// Grants made to parked clients.
-pub static HANDOFFS: Counter = Counter::new();
+pub static HANDOFFS: Counter = Counter::new(7);
 /// Parked clients whose BLOCK time ran out.
-pub static TIMEOUTS: Counter = Counter::new();
+pub static TIMEOUTS: Counter = Counter::new(8);
 /// Parked clients that disconnected (or were unblocked with an error).
-pub static DISCONNECTS: Counter = Counter::new();
+pub static DISCONNECTS: Counter = Counter::new(9);
 /// Locks granted by the module whose lease ran out while still held.
-pub static EXPIRED_HELD: Counter = Counter::new();
+pub static EXPIRED_HELD: Counter = Counter::new(10);
 /// Bytes the module has allocated and not freed (maintained by the allocator).
 pub static MEMORY: AtomicI64 = AtomicI64::new(0);
-/// Calls of the module's commands since load, never reset (see [`reset_happened`]).
-pub static CALLS: Counter = Counter::new();
 
 /// Every counter, for `CONFIG RESETSTAT`.
 const ALL: &[&Counter] = &[
@@ -80,45 +83,11 @@ pub fn reset() {
     }
 }
 
-// -- A CONFIG RESETSTAT nobody saw ----------------------------------------------------------
-//
-// The command filter, which sees `CONFIG RESETSTAT`, is registered only while something is
-// watched. A reset made while it is not shows in Redis' own count of our commands' calls
-// (`INFO commandstats`, which the reset zeroes): fewer than we ran since the last look.
-
-/// Redis' count of our calls and ours, at the last look (or reset seen).
-static REDIS_BASE: AtomicU64 = AtomicU64::new(0);
-static OURS_BASE: AtomicU64 = AtomicU64::new(0);
-static DISCONNECTS_BASE: AtomicU64 = AtomicU64::new(0);
-
-/// Whether Redis' statistics were reset since the last look, given its count of our calls
-/// now. Redis 7.0 counts a call when it runs, Valkey a parked one only when it is answered
-/// (never if its client leaves first): parked clients and disconnects since the last look
-/// are the margin.
-pub fn reset_happened(redis_calls: u64, parked_now: u64) -> bool {
-    let (ours, disconnects) = (CALLS.get(), DISCONNECTS.get());
-    let redis_base = REDIS_BASE.swap(redis_calls, Relaxed);
-    let ran = ours.saturating_sub(OURS_BASE.swap(ours, Relaxed));
-    let left = disconnects.saturating_sub(DISCONNECTS_BASE.swap(disconnects, Relaxed));
-    let expected = (redis_base + ran).saturating_sub(parked_now + left);
-    let reset = redis_calls < redis_base || redis_calls < expected;
-    if reset {
-        // The caller zeroes the counters, disconnects included.
-        DISCONNECTS_BASE.store(0, Relaxed);
+/// Sets counter `i` of [`ALL`] (the reset log rebuilding what followed an unseen reset).
+fn set(i: usize, v: u64) {
+    if let Some(c) = ALL.get(i) {
+        c.0.store(v, Relaxed);
     }
-    reset
-}
-
-/// The filter saw `CONFIG RESETSTAT`: Redis' count of our calls restarts from zero now.
-pub fn reset_seen_now() {
-    REDIS_BASE.store(0, Relaxed);
-    OURS_BASE.store(CALLS.get(), Relaxed);
-    DISCONNECTS_BASE.store(0, Relaxed);
-}
-
-/// The module was loaded: Redis counts its commands from zero.
-pub fn reload() {
-    reset_seen_now();
 }
 
 /// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).

@@ -15,7 +15,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use foldhash::fast::RandomState;
@@ -28,8 +28,15 @@ struct Names {
     count: HashMap<Vec<u8>, u32, RandomState>,
     /// How many watched names have each length (index `SHORT` counts all longer ones).
     by_len: Vec<u32>,
-    /// Bit `l` set when some watched name has length `l` (`l < SHORT`).
-    mask: [u64; SHORT / 64],
+}
+
+/// Bit `l` set when some watched name has length `l` (`l < SHORT`); the last word's top bit
+/// stands for every longer length. A static, so the filter's usual miss reads no thread-local.
+static MASK: [AtomicU64; SHORT / 64] = [const { AtomicU64::new(0) }; SHORT / 64];
+
+fn mask_bit(len: usize) -> (usize, u64) {
+    let l = len.min(SHORT - 1);
+    (l / 64, 1 << (l % 64))
 }
 
 thread_local! {
@@ -95,9 +102,8 @@ pub fn add(name: &[u8]) {
         }
         let l = name.len().min(SHORT);
         n.by_len[l] += 1;
-        if l < SHORT {
-            n.mask[l / 64] |= 1 << (l % 64);
-        }
+        let (w, b) = mask_bit(name.len());
+        MASK[w].fetch_or(b, Relaxed);
     });
     refresh();
 }
@@ -114,9 +120,12 @@ pub fn remove(name: &[u8]) {
         let l = name.len().min(SHORT);
         if let Some(b) = n.by_len.get_mut(l) {
             *b = b.saturating_sub(1);
-            if *b == 0 && l < SHORT {
-                n.mask[l / 64] &= !(1 << (l % 64));
-            }
+        }
+        // The bit of the last length stands for every longer one: clear it when none is left.
+        let (w, b) = mask_bit(name.len());
+        let left = if l >= SHORT - 1 { n.by_len[SHORT - 1..].iter().sum() } else { n.by_len[l] };
+        if left == 0 {
+            MASK[w].fetch_and(!b, Relaxed);
         }
     });
     refresh();
@@ -129,6 +138,9 @@ pub fn reset() {
             *n = Names::default();
         }
     });
+    for w in &MASK {
+        w.store(0, Relaxed);
+    }
     INDEXED.store(false, Relaxed);
     refresh();
 }
@@ -136,12 +148,11 @@ pub fn reset() {
 /// Whether `name` is watched: a bit test on its length first, a hash lookup only on a match.
 #[inline]
 pub fn is_watched(name: &[u8]) -> bool {
-    NAMES.with(|n| {
-        let Ok(n) = n.try_borrow() else { return false };
-        let l = name.len();
-        let maybe = if l < SHORT { n.mask[l / 64] & (1 << (l % 64)) != 0 } else { n.by_len[SHORT] > 0 };
-        maybe && n.count.contains_key(name)
-    })
+    let (w, b) = mask_bit(name.len());
+    if MASK[w].load(Relaxed) & b == 0 {
+        return false;
+    }
+    NAMES.with(|n| n.try_borrow().is_ok_and(|n| n.count.contains_key(name)))
 }
 
 /// How many distinct names are watched (for `INFO lockmod`).
@@ -175,43 +186,53 @@ pub enum Keys {
     Exec,
 }
 
-/// The longest command name classified by name; longer ones are [`Keys::First`].
-const LONGEST: usize = 20;
-
-/// Classifies a command by its name (any case). Unknown commands are [`Keys::First`]: a
-/// spurious hit only costs a re-check, a missed one a late wake-up.
+/// Classifies a command by its name (any case), by length first and without copying: the
+/// filter does this for every command while something is watched. Unknown commands are
+/// [`Keys::First`]: a spurious hit only costs a re-check, a missed one a late wake-up.
 pub fn classify(cmd: &[u8]) -> Keys {
-    if cmd.len() > LONGEST {
-        return Keys::First;
-    }
-    let mut buf = [0u8; LONGEST];
-    let lower = &mut buf[..cmd.len()];
-    lower.copy_from_slice(cmd);
-    lower.make_ascii_lowercase();
-    if lower.starts_with(b"lock.") || lower.starts_with(b"rwlock.") || lower.starts_with(b"fairlock.") {
-        return Keys::Ignore;
-    }
-    match &*lower {
-        b"exec" => Keys::Exec,
-        b"del" | b"unlink" | b"mset" | b"msetnx" | b"rename" | b"renamenx" | b"copy" | b"smove" | b"lmove"
-        | b"blmove" | b"rpoplpush" | b"brpoplpush" | b"bitop" | b"sort" | b"georadius" | b"georadiusbymember"
-        | b"geosearchstore" | b"lmpop" | b"blmpop" | b"zmpop" | b"bzmpop" | b"blpop" | b"brpop" | b"bzpopmin"
-        | b"bzpopmax" | b"migrate" => Keys::All,
-        // Reads that name a key first, and commands without keys, that clients send often:
-        // a monitoring `HGETALL` of a lock must not drop its index entry.
-        b"get" | b"mget" | b"exists" | b"type" | b"ttl" | b"pttl" | b"expiretime" | b"pexpiretime" | b"strlen"
-        | b"getrange" | b"hget" | b"hmget" | b"hgetall" | b"hexists" | b"hlen" | b"hkeys" | b"hvals" | b"hstrlen"
-        | b"hrandfield" | b"hscan" | b"llen" | b"lindex" | b"lrange" | b"lpos" | b"scard" | b"sismember"
-        | b"smembers" | b"smismember" | b"sscan" | b"zcard" | b"zcount" | b"zscore" | b"zmscore" | b"zrank"
-        | b"zrevrank" | b"zrange" | b"zrevrange" | b"zrangebyscore" | b"zrevrangebyscore" | b"zscan" | b"dump"
-        | b"touch" | b"object" | b"memory" | b"ping" | b"echo" | b"info" | b"multi" | b"discard" | b"watch"
-        | b"unwatch" | b"select" | b"client" | b"config" | b"command" | b"scan" | b"keys" | b"dbsize" | b"time"
-        | b"eval" | b"evalsha" | b"eval_ro" | b"evalsha_ro" | b"fcall" | b"fcall_ro" | b"script" | b"function"
-        | b"subscribe" | b"psubscribe" | b"ssubscribe" | b"unsubscribe" | b"punsubscribe" | b"sunsubscribe"
-        | b"publish" | b"spublish" | b"pubsub" | b"hello" | b"auth" | b"quit" | b"reset" | b"readonly"
-        | b"readwrite" | b"wait" | b"waitaof" | b"slowlog" | b"latency" | b"monitor" => Keys::Ignore,
+    let is = |name: &[u8]| cmd.eq_ignore_ascii_case(name);
+    let any = |names: &[&[u8]]| names.iter().any(|n| cmd.eq_ignore_ascii_case(n));
+    match cmd.len() {
+        3 if is(b"del") => Keys::All,
+        3 if any(&[b"get", b"ttl"]) => Keys::Ignore,
+        4 if is(b"exec") => Keys::Exec,
+        4 if is(b"mset") || is(b"copy") || is(b"sort") => Keys::All,
+        4 if any(&[b"pttl", b"type", b"hget", b"hlen", b"llen", b"mget", b"dump", b"ping", b"info", b"eval"]) => {
+            Keys::Ignore
+        }
+        5 if any(&[b"smove", b"lmove", b"bitop", b"lmpop", b"zmpop", b"blpop", b"brpop"]) => Keys::All,
+        5 if any(&[
+            b"multi", b"hkeys", b"hvals", b"scard", b"zcard", b"zrank", b"watch", b"fcall", b"hscan", b"sscan",
+        ]) =>
+        {
+            Keys::Ignore
+        }
+        6 if any(&[b"unlink", b"msetnx", b"rename", b"blmove", b"blmpop", b"bzmpop"]) => Keys::All,
+        6 if any(&[
+            b"exists", b"strlen", b"lindex", b"lrange", b"zscore", b"zrange", b"config", b"client", b"select",
+        ]) =>
+        {
+            Keys::Ignore
+        }
+        7 if is(b"migrate") => Keys::All,
+        7 if any(&[b"hgetall", b"hexists", b"discard", b"evalsha", b"publish"]) => Keys::Ignore,
+        8 if any(&[b"renamenx", b"bzpopmin", b"bzpopmax"]) => Keys::All,
+        8 if any(&[b"smembers", b"spublish"]) => Keys::Ignore,
+        9 if any(&[b"rpoplpush", b"georadius"]) => Keys::All,
+        9 if any(&[b"sismember"]) => Keys::Ignore,
+        10 if is(b"brpoplpush") => Keys::All,
+        14 if is(b"geosearchstore") => Keys::All,
+        17 if is(b"georadiusbymember") => Keys::All,
+        n if n >= 9 && is_own(cmd) => Keys::Ignore,
         _ => Keys::First,
     }
+}
+
+/// A command of this module (`LOCK.*`, `RWLOCK.*`, `FAIRLOCK.*`): it keeps what it changes
+/// current itself and serves its own lock.
+fn is_own(cmd: &[u8]) -> bool {
+    let starts = |p: &[u8]| cmd.len() > p.len() && cmd[..p.len()].eq_ignore_ascii_case(p);
+    starts(b"lock.") || starts(b"rwlock.") || starts(b"fairlock.")
 }
 
 #[cfg(test)]
@@ -266,6 +287,10 @@ mod tests {
         assert_eq!(classify(b"LOCK.ACQUIRE"), Keys::Ignore);
         assert_eq!(classify(b"fairlock.unlock"), Keys::Ignore);
         assert_eq!(classify(b"publish"), Keys::Ignore);
+        assert_eq!(classify(b"MIGRATE"), Keys::All);
+        assert_eq!(classify(b"zrank"), Keys::Ignore);
+        assert_eq!(classify(b"Config"), Keys::Ignore);
+        assert_eq!(classify(b"lock."), Keys::First);
         assert_eq!(classify(b"SOMEMODULE.WRITE"), Keys::First);
         assert_eq!(classify(b"averyveryverylongcommandname"), Keys::First);
     }

@@ -1,7 +1,8 @@
 //! Wake-ups and index invalidation without keyspace events of ordinary writes: the module
-//! subscribes to `expired` and `evicted` events only (`INFO lockmod` says so), and learns of
-//! other clients' writes (Redisson's Lua included) from its command filter, of `MULTI` blocks
-//! at `EXEC`.
+//! subscribes to `expired` and `evicted` events only, and only once it granted a lock (`INFO
+//! lockmod` says so). Parked clients learn of other clients' writes (Redisson's Lua included)
+//! from a poll of their locks; the read-hold index from a command filter registered only while
+//! it has entries, which drops everything at `EXEC` (queued commands were filtered too early).
 
 mod common;
 
@@ -56,8 +57,9 @@ fn lua(file: &str) -> String {
 fn the_module_subscribes_to_expired_and_evicted_events_only_in_every_state() {
     let s = Server::start();
     let mut c = s.conn();
-    assert_eq!(subscriptions(&mut c), SUBSCRIBED, "idle");
+    assert_eq!(subscriptions(&mut c), "none", "idle: not even those");
     ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
+    assert_eq!(subscriptions(&mut c), SUBSCRIBED, "a granted lock's expiry is counted");
     let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
     wait_blocked(&mut c, 1);
     ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "60000"]);
@@ -131,7 +133,7 @@ fn a_lock_named_after_the_first_key_of_del_or_unlink_still_wakes_its_clients() {
 }
 
 /// `MULTI` queues the `DEL` while nobody waits for the lock; the client parks before `EXEC`
-/// runs it. The filter saw the `DEL` too early to matter: `EXEC` is what wakes the client.
+/// runs it. No filter saw the `DEL` when it ran; the poll of parked locks finds the lock gone.
 #[test]
 fn a_del_queued_in_multi_before_anyone_parked_wakes_the_client_at_exec() {
     let s = Server::start();
@@ -192,20 +194,24 @@ fn a_redisson_waiter_leaving_the_fair_queue_by_lua_lets_the_parked_waiter_in() {
     assert_eq!(subscriptions(&mut c), SUBSCRIBED);
 }
 
-/// A lock's name is only watched while someone waits for it: once served, a write to it is
-/// a plain write again (the watched-name count goes back to zero).
+/// The filter watches names only while read holds are indexed: an indexed lock's name counts
+/// once, and goes when its entry does. Parked clients add none (they are polled).
 #[test]
-fn names_are_watched_only_while_clients_are_parked() {
+fn names_are_watched_only_while_read_holds_are_indexed() {
     let s = Server::start();
     let mut c = s.conn();
     let watched = |c: &mut redis::Connection| lockmod_info(c)["watched_names"].parse::<i64>().expect("watched_names");
-    assert_eq!(watched(&mut c), 0);
     ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
     let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
     wait_blocked(&mut c, 1);
-    assert_eq!(watched(&mut c), 2, "the lock and its fair queue name");
+    assert_eq!(watched(&mut c), 0, "a parked client needs no watched name");
     ok(&mut c, &["LOCK.UNLOCK", "k", "a", "60000"]);
     assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "60000"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r2", "60000"]);
+    ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r1", "READ", "60000"]);
+    assert_eq!(watched(&mut c), 1);
+    ok(&mut c, &["DEL", "doc"]);
     assert_eq!(watched(&mut c), 0);
 }
 
@@ -213,22 +219,20 @@ fn counter(c: &mut redis::Connection, name: &str) -> i64 {
     lockmod_info(c).get(name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("lockmod_{name}"))
 }
 
-/// Idle, the module has no command filter at all (Redis would run it before every command);
-/// it registers one for as long as a client is parked or a read hold is indexed.
+/// The module has a command filter (which Redis would run before every command) only while
+/// a read hold is indexed; a parked client is polled instead.
 #[test]
-fn the_command_filter_is_registered_only_while_something_is_watched() {
+fn the_command_filter_is_registered_only_while_read_holds_are_indexed() {
     let s = Server::start();
     let mut c = s.conn();
     assert_eq!(counter(&mut c, "command_filter"), 0, "idle");
     ok(&mut c, &["LOCK.ACQUIRE", "k", "a", "60000"]);
-    assert_eq!(counter(&mut c, "command_filter"), 0, "a held lock needs no filter");
     let w = park(&s, &["LOCK.ACQUIRE", "k", "b", "60000"]);
     wait_blocked(&mut c, 1);
-    assert_eq!(counter(&mut c, "command_filter"), 1, "a client is parked");
+    assert_eq!(counter(&mut c, "command_filter"), 0, "a client is parked");
     ok(&mut c, &["DEL", "k"]);
     assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
     assert_woken(&mut c, 1);
-    assert_eq!(counter(&mut c, "command_filter"), 0, "nobody parked any more");
     ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "60000"]);
     ok(&mut c, &["RWLOCK.RLOCK", "doc", "r2", "60000"]);
     ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r1", "READ", "60000"]);
@@ -257,7 +261,23 @@ fn a_reset_made_while_nothing_is_watched_is_seen_by_info() {
     assert_eq!(counter(&mut c, "acquired"), 0, "seen after a reset and one more command");
 }
 
-/// While the filter is registered it sees the reset itself: later grants count exactly.
+/// While read holds are indexed the filter sees the reset itself.
+#[test]
+fn a_reset_made_while_read_holds_are_indexed_is_seen_by_the_filter() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "60000"]);
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r2", "60000"]);
+    ok(&mut c, &["RWLOCK.UNLOCK", "doc", "r1", "READ", "60000"]);
+    assert_eq!(counter(&mut c, "command_filter"), 1);
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    ok(&mut c, &["LOCK.ACQUIRE", "x", "x", "60000"]);
+    assert_eq!(counter(&mut c, "acquired"), 1);
+    assert_eq!(counter(&mut c, "released"), 0);
+}
+
+/// A reset made while a client is parked (and no filter registered): what follows it is
+/// counted exactly, the hand-off to the parked client included.
 #[test]
 fn a_reset_made_while_a_client_is_parked_counts_what_follows_exactly() {
     let s = Server::start();

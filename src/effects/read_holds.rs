@@ -114,7 +114,10 @@ impl RedisStore<'_> {
             }
         }
         let ttl = holds.max_pttl(self.now);
-        hold_index::insert(db, key, holds);
+        // An evicted or expired hash makes the entry stale: without those events, no entry.
+        if crate::ffi::events::watch_keyspace(&self.ctx) {
+            hold_index::insert(db, key, holds);
+        }
         Ok(ttl)
     }
 }

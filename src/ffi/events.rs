@@ -3,7 +3,7 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -104,17 +104,28 @@ impl Ctx {
     }
 }
 
-/// The keyspace events the module subscribes to: only keys that go away without a command,
-/// which the command filter (`crate::watch`) cannot see. Everything else a client, a script
-/// or `MULTI` changes reaches the module through the filter, so an ordinary write anywhere in
-/// the server (`SET`, `HSET`, `DEL`, `PEXPIRE`) calls no module code.
+/// The keyspace events the module subscribes to: only keys that go away without a command
+/// (`expired`, `evicted`). Everything else the module learns from its own writes, from a
+/// poll of parked locks, or from its command filter while read holds are indexed, so an
+/// ordinary write anywhere in the server (`SET`, `HSET`, `DEL`, `PEXPIRE`) calls no module
+/// code. Subscribed on first need ([`watch_keyspace`]): Redis walks the subscriber list for
+/// every event of every write, about 50 instructions per write once anyone subscribes.
 pub const KEYSPACE_EVENTS: c_int = (raw::REDISMODULE_NOTIFY_EXPIRED | raw::REDISMODULE_NOTIFY_EVICTED) as c_int;
 
-/// The names of the [`KEYSPACE_EVENTS`] classes, for `INFO lockmod`.
-pub const KEYSPACE_EVENT_NAMES: &str = "expired,evicted";
+/// Whether [`KEYSPACE_EVENTS`] are subscribed (Redis has no way to unsubscribe).
+static WATCHING_KEYSPACE: AtomicBool = AtomicBool::new(false);
+
+/// What `INFO lockmod` shows as `lockmod_keyspace_subscriptions`.
+pub fn keyspace_subscriptions() -> &'static str {
+    if WATCHING_KEYSPACE.load(Relaxed) {
+        "expired,evicted"
+    } else {
+        "none"
+    }
+}
 
 /// A context of this module usable outside any command or callback (the command filter gets
-/// none), for arming timers. Set at load.
+/// none), for arming timers and registering the filter. Set at load.
 static MODULE_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The module's own context, for arming timers from the command filter.
@@ -123,12 +134,15 @@ pub fn module_ctx() -> Option<Ctx> {
     (!p.is_null()).then_some(Ctx(p))
 }
 
-/// Subscribes to what can free a lock or change its read holds without a command the filter
-/// sees: `expired` and `evicted` events, FLUSHALL/FLUSHDB, and what swaps a whole keyspace
-/// (SWAPDB, loading, a role change). A primary demoted to a replica must also release its
-/// parked clients: Valkey leaves module-blocked clients parked on a demotion in cluster mode
-/// (Redis 7.0 unblocks them itself, and then nothing is left for us).
+/// Subscribes to what can free a lock or change its read holds without any command: FLUSHALL
+/// and FLUSHDB, and what swaps a whole keyspace (SWAPDB, loading, a role change). A primary
+/// demoted to a replica must also release its parked clients: Valkey leaves module-blocked
+/// clients parked on a demotion in cluster mode (Redis 7.0 unblocks them itself, and then
+/// nothing is left for us). Keyspace events come later, with [`watch_keyspace`].
 pub fn subscribe(ctx: &redis_module::Context) -> bool {
+    // A module unloaded and loaded again may find its statics as it left them, while Redis
+    // dropped its subscriptions with the unload.
+    WATCHING_KEYSPACE.store(false, Relaxed);
     // SAFETY: OnLoad context. The detached context lives as long as the module (a module
     // loaded again gets a new one; the old one is a few hundred bytes left behind).
     let detached = unsafe { api!(RedisModule_GetDetachedThreadSafeContext)(ctx.ctx) };
@@ -144,11 +158,28 @@ pub fn subscribe(ctx: &redis_module::Context) -> bool {
     ];
     // SAFETY: OnLoad context; the callbacks have the signatures Redis expects.
     unsafe {
-        api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.ctx, KEYSPACE_EVENTS, Some(on_keyspace_event)) == OK
-            && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(raw::REDISMODULE_EVENT_FLUSHDB), Some(on_flush))
-                == OK
+        api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(raw::REDISMODULE_EVENT_FLUSHDB), Some(on_flush)) == OK
             && swaps.iter().all(|&id| api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(id), Some(on_swap)) == OK)
     }
+}
+
+/// Subscribes to [`KEYSPACE_EVENTS`], once: called before the first state that needs them
+/// exists (a granted lock, whose expiry `lockmod_expired_while_held` counts; a parked client;
+/// a read-hold index entry, which an evicted or expired hash makes stale). No event can come
+/// in between: both run on the main thread within the same command. False if Redis refused.
+pub fn watch_keyspace(ctx: &Ctx) -> bool {
+    if WATCHING_KEYSPACE.load(Relaxed) {
+        return true;
+    }
+    // SAFETY: a live context of this module (a command or callback); the callback has the
+    // signature Redis expects. Redis copies nothing from us but the function pointer.
+    let ok = unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.0, KEYSPACE_EVENTS, Some(on_keyspace_event)) };
+    if ok != OK {
+        super::log(c"warning", "lockmod: could not subscribe to expired and evicted events");
+        return false;
+    }
+    WATCHING_KEYSPACE.store(true, Relaxed);
+    true
 }
 
 /// Runs `f`, turning a panic into a log line: no panic may unwind into Redis.

@@ -82,13 +82,11 @@ fn commandstats_calls() -> Option<u64> {
 extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     let fields = std::panic::catch_unwind(|| {
         let parked = crate::blocking::parked_now() as u64;
-        // A reset the filter could not see (it is registered only while something is
-        // watched) shows as fewer calls of our commands in Redis' own statistics than we ran.
+        // A reset the filter could not see (it is registered only while read holds are
+        // indexed) shows as fewer calls of our commands in Redis' own statistics than we ran.
         if for_crash_report == 0 {
             if let Some(calls) = commandstats_calls() {
-                if stats::reset_happened(calls, parked) {
-                    stats::reset();
-                }
+                stats::reset_happened(calls, parked);
             }
         }
         stats::info_fields(parked)
@@ -103,7 +101,7 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int
     }
     // What the module subscribes to, so a test (or an operator) can check that ordinary
     // writes never call into it.
-    let events = std::ffi::CString::new(super::events::KEYSPACE_EVENT_NAMES).unwrap_or_default();
+    let events = std::ffi::CString::new(super::events::keyspace_subscriptions()).unwrap_or_default();
     // SAFETY: live INFO context; Redis copies both strings.
     unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"keyspace_subscriptions".as_ptr(), events.as_ptr()) };
 }

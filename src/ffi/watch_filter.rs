@@ -66,7 +66,7 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         return;
     }
     let cmd = arg(0);
-    if argc == 2 && cmd.eq_ignore_ascii_case(b"config") && arg(1).eq_ignore_ascii_case(b"resetstat") {
+    if argc == 2 && cmd.len() == 6 && cmd.eq_ignore_ascii_case(b"config") && arg(1).eq_ignore_ascii_case(b"resetstat") {
         stats::reset();
         stats::reset_seen_now();
         return;
