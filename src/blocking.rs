@@ -339,6 +339,9 @@ fn arm_expiry(ctx: &Ctx, id: &LockId) {
         waiting
     })
     .unwrap_or(false);
+    if !waiting {
+        poll::forget(ctx, id);
+    }
     let expires_at = if waiting { expiry_of(ctx, id) } else { None };
     let stale = with(|r| match (r.expiry_timers.get(id), expires_at) {
         (Some(&(_, at)), Some(want)) if at == want => None,

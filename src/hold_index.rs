@@ -17,7 +17,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 
 use crate::core::hold_expiries::HoldExpiries;
 use crate::names;
@@ -52,6 +52,22 @@ static ANY: AtomicBool = AtomicBool::new(false);
 
 fn any() -> bool {
     ANY.load(Relaxed) || STALE.load(Relaxed)
+}
+
+/// An index no read unlock has used for this long is dropped: while it has entries the
+/// module's command filter runs before every command in the server, and a lock whose read
+/// unlocks are that rare gains little from it (the next one scans, and builds it again).
+pub const IDLE_MS: i64 = 5_000;
+
+/// When a read unlock last used (or built) an entry, in ms.
+static LAST_USE: AtomicI64 = AtomicI64::new(0);
+
+/// Drops the whole index if no read unlock used it for [`IDLE_MS`]. Called by the filter now
+/// and then: with no command at all, an index costs nothing.
+pub fn expire_idle(now: i64) {
+    if any() && now - LAST_USE.load(Relaxed) > IDLE_MS {
+        clear();
+    }
 }
 
 fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
@@ -134,6 +150,7 @@ pub fn max_pttl(db: i32, key: &[u8], now: i64) -> Option<i64> {
     if !any() {
         return None;
     }
+    LAST_USE.store(now, Relaxed);
     with(|r| r.entry(db, key).map(|h| h.max_pttl(now))).flatten()
 }
 
@@ -156,7 +173,8 @@ pub fn update(db: i32, key: &[u8], f: impl FnOnce(&mut HoldExpiries)) -> bool {
 
 /// Adds a freshly scanned lock, making room by dropping the others if needed; a lock with
 /// more holds than the whole budget stays unindexed (its unlocks scan).
-pub fn insert(db: i32, key: &[u8], holds: HoldExpiries) {
+pub fn insert(db: i32, key: &[u8], holds: HoldExpiries, now: i64) {
+    LAST_USE.store(now, Relaxed);
     let n = holds.positions();
     if n > MAX_POSITIONS {
         return;

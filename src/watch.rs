@@ -1,17 +1,16 @@
 //! The names the command filter watches, and which arguments of a command it looks at.
 //!
 //! The module does not subscribe to the keyspace events of ordinary writes (every `SET`, `HSET`,
-//! `DEL` in the server would call into it through a freshly built context). Instead its
-//! command filter, which Redis runs before every command from a client, from `MULTI` and from
-//! each `redis.call()` in a script, looks at the command's key arguments, and only while
-//! something can go stale: a lock with parked clients, or a read-hold index entry. Then the
-//! cost per command is a name classification and a length test (a hash lookup when the length
-//! matches a watched name); otherwise it is one thread-local read.
+//! `DEL` in the server would call into it through a freshly built context). The read-hold
+//! index, which must drop an entry before anyone else's write to its lock or timeout keys can
+//! be read back, learns of those writes from a command filter, which Redis runs before every
+//! command from a client, queued in `MULTI`, or called by a script. It is registered only
+//! while the index has entries (Redis' own part of running a filter costs every command); then
+//! each command costs a classification of its name, and a bit test per key argument (a hash
+//! lookup only when the bit is set).
 //!
-//! This file is pure: the set of watched names (a multiset: a lock with parked clients and an
-//! index entry is counted twice), and the classification of a command by its name. The filter
-//! itself is `crate::ffi::server`; what a hit does is `crate::blocking::changed` and
-//! `crate::hold_index::changed`.
+//! This file is pure: the set of watched names (a multiset), and the classification of a
+//! command by its name. The filter itself is `crate::ffi::watch_filter`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,34 +19,34 @@ use std::sync::Mutex;
 
 use foldhash::fast::RandomState;
 
-/// Lengths below this are tested against a bitmask before any hash lookup.
-const SHORT: usize = 256;
+/// Bits of the prefilter.
+const BITS: usize = 1024;
 
 #[derive(Default)]
 struct Names {
     count: HashMap<Vec<u8>, u32, RandomState>,
-    /// How many watched names have each length (index `SHORT` counts all longer ones).
-    by_len: Vec<u32>,
+    /// How many watched names set each bit of [`MASK`].
+    per_bit: Vec<u32>,
 }
 
-/// Bit `l` set when some watched name has length `l` (`l < SHORT`); the last word's top bit
-/// stands for every longer length. A static, so the filter's usual miss reads no thread-local.
-static MASK: [AtomicU64; SHORT / 64] = [const { AtomicU64::new(0) }; SHORT / 64];
+/// A one-hash Bloom filter of the watched names over their length, first and last byte: a
+/// static, so the filter's usual miss costs a few instructions and no thread-local access.
+static MASK: [AtomicU64; BITS / 64] = [const { AtomicU64::new(0) }; BITS / 64];
 
-fn mask_bit(len: usize) -> (usize, u64) {
-    let l = len.min(SHORT - 1);
-    (l / 64, 1 << (l % 64))
+fn bit(name: &[u8]) -> usize {
+    let (first, last) = (name.first().copied().unwrap_or(0), name.last().copied().unwrap_or(0));
+    (name.len().wrapping_mul(131) ^ usize::from(first).wrapping_mul(31) ^ usize::from(last)) % BITS
 }
 
 thread_local! {
     static NAMES: RefCell<Names> = RefCell::new(Names::default());
 }
 
-// The two flags every command and every write of the module read first. Plain statics, not
+// The flags every command and every write of the module read first. Plain statics, not
 // thread-locals: in a shared object each thread-local access is a call (`__tls_get_addr`).
 // Redis runs the module on its main thread only, so relaxed ordering is all they need.
 
-/// True while any name is watched or any read hold is indexed: the filter's first test.
+/// True while any name is watched or any read hold is indexed: the filter is registered.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// True while the read-hold index has entries: timeout-key arguments then matter too.
 static INDEXED: AtomicBool = AtomicBool::new(false);
@@ -97,13 +96,12 @@ pub fn add(name: &[u8]) {
     NAMES.with(|n| {
         let Ok(mut n) = n.try_borrow_mut() else { return };
         *n.count.entry(name.to_vec()).or_insert(0) += 1;
-        if n.by_len.is_empty() {
-            n.by_len = vec![0; SHORT + 1];
+        if n.per_bit.is_empty() {
+            n.per_bit = vec![0; BITS];
         }
-        let l = name.len().min(SHORT);
-        n.by_len[l] += 1;
-        let (w, b) = mask_bit(name.len());
-        MASK[w].fetch_or(b, Relaxed);
+        let b = bit(name);
+        n.per_bit[b] += 1;
+        MASK[b / 64].fetch_or(1 << (b % 64), Relaxed);
     });
     refresh();
 }
@@ -117,15 +115,12 @@ pub fn remove(name: &[u8]) {
         if *c == 0 {
             n.count.remove(name);
         }
-        let l = name.len().min(SHORT);
-        if let Some(b) = n.by_len.get_mut(l) {
-            *b = b.saturating_sub(1);
-        }
-        // The bit of the last length stands for every longer one: clear it when none is left.
-        let (w, b) = mask_bit(name.len());
-        let left = if l >= SHORT - 1 { n.by_len[SHORT - 1..].iter().sum() } else { n.by_len[l] };
-        if left == 0 {
-            MASK[w].fetch_and(!b, Relaxed);
+        let b = bit(name);
+        if let Some(k) = n.per_bit.get_mut(b) {
+            *k = k.saturating_sub(1);
+            if *k == 0 {
+                MASK[b / 64].fetch_and(!(1 << (b % 64)), Relaxed);
+            }
         }
     });
     refresh();
@@ -145,11 +140,11 @@ pub fn reset() {
     refresh();
 }
 
-/// Whether `name` is watched: a bit test on its length first, a hash lookup only on a match.
+/// Whether `name` is watched: a bit test first, a hash lookup only when the bit is set.
 #[inline]
 pub fn is_watched(name: &[u8]) -> bool {
-    let (w, b) = mask_bit(name.len());
-    if MASK[w].load(Relaxed) & b == 0 {
+    let b = bit(name);
+    if MASK[b / 64].load(Relaxed) & (1 << (b % 64)) == 0 {
         return false;
     }
     NAMES.with(|n| n.try_borrow().is_ok_and(|n| n.count.contains_key(name)))
@@ -163,11 +158,15 @@ pub fn watched() -> usize {
 const TIMEOUT_MARK: &[u8] = b":rwlock_timeout:";
 
 /// Whether `name` has the shape of a read hold's timeout key, `...:rwlock_timeout:<digits>`:
-/// a test of its last bytes, so the filter can afford it on every key argument.
+/// a length and a last-byte test reject almost every other key at once.
 #[inline]
 pub fn looks_like_timeout_key(name: &[u8]) -> bool {
+    let n = name.len();
+    if n < TIMEOUT_MARK.len() + 2 || !name[n - 1].is_ascii_digit() {
+        return false;
+    }
     let digits = name.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-    digits > 0 && name.len() > digits + TIMEOUT_MARK.len() && name[..name.len() - digits].ends_with(TIMEOUT_MARK)
+    n > digits + TIMEOUT_MARK.len() && name[..n - digits].ends_with(TIMEOUT_MARK)
 }
 
 /// Which arguments of a command may name a key it changes.
@@ -186,44 +185,133 @@ pub enum Keys {
     Exec,
 }
 
-/// Classifies a command by its name (any case), by length first and without copying: the
-/// filter does this for every command while something is watched. Unknown commands are
-/// [`Keys::First`]: a spurious hit only costs a re-check, a missed one a late wake-up.
+/// A command name of up to 8 bytes as one number, each byte with its ASCII case bit set
+/// (`SET`, `set` and `Set` pack alike; no two command names collide).
+const fn pack(name: &[u8]) -> u64 {
+    let mut v = 0u64;
+    let mut i = 0;
+    while i < name.len() && i < 8 {
+        v |= ((name[i] | 0x20) as u64) << (8 * i);
+        i += 1;
+    }
+    v
+}
+
+/// [`pack`] at run time: one load and two operations instead of a loop.
+#[inline]
+fn pack_rt(name: &[u8]) -> u64 {
+    let n = name.len().min(8);
+    // Two overlapping 4-byte reads (their common bytes are the same), or bytes one by one
+    // below 4: no call to memcpy for a length only known at run time.
+    let v = if n >= 4 {
+        let word = |at: usize| u64::from(u32::from_le_bytes([name[at], name[at + 1], name[at + 2], name[at + 3]]));
+        word(0) | word(n - 4) << (8 * (n - 4))
+    } else {
+        name[..n].iter().enumerate().fold(0u64, |v, (i, &b)| v | u64::from(b) << (8 * i))
+    };
+    let used = if n == 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
+    v | (0x2020_2020_2020_2020 & used)
+}
+
+macro_rules! packed {
+    ($($name:ident = $s:literal),* $(,)?) => { $(const $name: u64 = pack($s);)* };
+}
+
+packed!(
+    DEL = b"del",
+    UNLINK = b"unlink",
+    MSET = b"mset",
+    MSETNX = b"msetnx",
+    RENAME = b"rename",
+    RENAMENX = b"renamenx",
+    COPY = b"copy",
+    SMOVE = b"smove",
+    LMOVE = b"lmove",
+    BLMOVE = b"blmove",
+    BITOP = b"bitop",
+    SORT = b"sort",
+    LMPOP = b"lmpop",
+    BLMPOP = b"blmpop",
+    ZMPOP = b"zmpop",
+    BZMPOP = b"bzmpop",
+    BLPOP = b"blpop",
+    BRPOP = b"brpop",
+    BZPOPMIN = b"bzpopmin",
+    BZPOPMAX = b"bzpopmax",
+    MIGRATE = b"migrate",
+    EXEC = b"exec",
+    GET = b"get",
+    MGET = b"mget",
+    EXISTS = b"exists",
+    TYPE = b"type",
+    TTL = b"ttl",
+    PTTL = b"pttl",
+    STRLEN = b"strlen",
+    HGET = b"hget",
+    HMGET = b"hmget",
+    HGETALL = b"hgetall",
+    HEXISTS = b"hexists",
+    HLEN = b"hlen",
+    HKEYS = b"hkeys",
+    HVALS = b"hvals",
+    HSCAN = b"hscan",
+    LLEN = b"llen",
+    LINDEX = b"lindex",
+    LRANGE = b"lrange",
+    SCARD = b"scard",
+    SMEMBERS = b"smembers",
+    ZCARD = b"zcard",
+    ZSCORE = b"zscore",
+    ZRANK = b"zrank",
+    ZRANGE = b"zrange",
+    DUMP = b"dump",
+    PING = b"ping",
+    ECHO = b"echo",
+    INFO = b"info",
+    MULTI = b"multi",
+    DISCARD = b"discard",
+    WATCH = b"watch",
+    SELECT = b"select",
+    CLIENT = b"client",
+    CONFIG = b"config",
+    EVAL = b"eval",
+    EVALSHA = b"evalsha",
+    FCALL = b"fcall",
+    PUBLISH = b"publish",
+    SPUBLISH = b"spublish",
+    SCAN = b"scan",
+);
+
+/// Classifies a command by its name (any case): a length test and one match on a packed
+/// number for the usual names, so the filter can afford it on every command. Unknown
+/// commands are [`Keys::First`]: a spurious hit only costs a re-check, a missed one a late
+/// wake-up.
 pub fn classify(cmd: &[u8]) -> Keys {
-    let is = |name: &[u8]| cmd.eq_ignore_ascii_case(name);
-    let any = |names: &[&[u8]]| names.iter().any(|n| cmd.eq_ignore_ascii_case(n));
-    match cmd.len() {
-        3 if is(b"del") => Keys::All,
-        3 if any(&[b"get", b"ttl"]) => Keys::Ignore,
-        4 if is(b"exec") => Keys::Exec,
-        4 if is(b"mset") || is(b"copy") || is(b"sort") => Keys::All,
-        4 if any(&[b"pttl", b"type", b"hget", b"hlen", b"llen", b"mget", b"dump", b"ping", b"info", b"eval"]) => {
+    if cmd.len() > 8 {
+        let is = |name: &[u8]| cmd.eq_ignore_ascii_case(name);
+        return if is_own(cmd) {
             Keys::Ignore
-        }
-        5 if any(&[b"smove", b"lmove", b"bitop", b"lmpop", b"zmpop", b"blpop", b"brpop"]) => Keys::All,
-        5 if any(&[
-            b"multi", b"hkeys", b"hvals", b"scard", b"zcard", b"zrank", b"watch", b"fcall", b"hscan", b"sscan",
-        ]) =>
+        } else if is(b"rpoplpush")
+            || is(b"brpoplpush")
+            || is(b"georadius")
+            || is(b"georadiusbymember")
+            || is(b"geosearchstore")
         {
-            Keys::Ignore
-        }
-        6 if any(&[b"unlink", b"msetnx", b"rename", b"blmove", b"blmpop", b"bzmpop"]) => Keys::All,
-        6 if any(&[
-            b"exists", b"strlen", b"lindex", b"lrange", b"zscore", b"zrange", b"config", b"client", b"select",
-        ]) =>
-        {
-            Keys::Ignore
-        }
-        7 if is(b"migrate") => Keys::All,
-        7 if any(&[b"hgetall", b"hexists", b"discard", b"evalsha", b"publish"]) => Keys::Ignore,
-        8 if any(&[b"renamenx", b"bzpopmin", b"bzpopmax"]) => Keys::All,
-        8 if any(&[b"smembers", b"spublish"]) => Keys::Ignore,
-        9 if any(&[b"rpoplpush", b"georadius"]) => Keys::All,
-        9 if any(&[b"sismember"]) => Keys::Ignore,
-        10 if is(b"brpoplpush") => Keys::All,
-        14 if is(b"geosearchstore") => Keys::All,
-        17 if is(b"georadiusbymember") => Keys::All,
-        n if n >= 9 && is_own(cmd) => Keys::Ignore,
+            Keys::All
+        } else {
+            Keys::First
+        };
+    }
+    match pack_rt(cmd) {
+        EXEC => Keys::Exec,
+        DEL | UNLINK | MSET | MSETNX | RENAME | RENAMENX | COPY | SMOVE | LMOVE | BLMOVE | BITOP | SORT | LMPOP
+        | BLMPOP | ZMPOP | BZMPOP | BLPOP | BRPOP | BZPOPMIN | BZPOPMAX | MIGRATE => Keys::All,
+        // Reads that name a key first, and commands without keys, that clients send often:
+        // a monitoring `HGETALL` of a lock must not drop its index entry.
+        GET | MGET | EXISTS | TYPE | TTL | PTTL | STRLEN | HGET | HMGET | HGETALL | HEXISTS | HLEN | HKEYS | HVALS
+        | HSCAN | LLEN | LINDEX | LRANGE | SCARD | SMEMBERS | ZCARD | ZSCORE | ZRANK | ZRANGE | DUMP | PING | ECHO
+        | INFO | MULTI | DISCARD | WATCH | SELECT | CLIENT | CONFIG | EVAL | EVALSHA | FCALL | PUBLISH | SPUBLISH
+        | SCAN => Keys::Ignore,
         _ => Keys::First,
     }
 }
@@ -293,5 +381,13 @@ mod tests {
         assert_eq!(classify(b"lock."), Keys::First);
         assert_eq!(classify(b"SOMEMODULE.WRITE"), Keys::First);
         assert_eq!(classify(b"averyveryverylongcommandname"), Keys::First);
+        assert_eq!(classify(b"RPOPLPUSH"), Keys::All);
+        assert_eq!(classify(b"HSCAN"), Keys::Ignore);
+        assert_eq!(classify(b"dela"), Keys::First);
+        assert_eq!(classify(b"de"), Keys::First);
+        assert_eq!(classify(b""), Keys::First);
+        for name in [&b"a"[..], b"ab", b"abc", b"abcd", b"aBcDe", b"abcdef", b"abcdefg", b"ABCDEFGH"] {
+            assert_eq!(pack_rt(name), pack(name), "{name:?}");
+        }
     }
 }

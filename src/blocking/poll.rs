@@ -69,6 +69,23 @@ pub fn parked(ctx: &Ctx, id: &LockId) {
     }
 }
 
+/// Nobody waits for `id` any more: forget it, and stop polling when nothing is left (so a
+/// server with no parked client holds no timer of ours).
+pub fn forget(ctx: &Ctx, id: &LockId) {
+    let stop = with_poll(|p| {
+        p.sigs.remove(id);
+        if p.sigs.is_empty() {
+            p.timer.take()
+        } else {
+            None
+        }
+    })
+    .flatten();
+    if let Some(t) = stop {
+        ctx.stop_timer(t);
+    }
+}
+
 /// The tick: serves every parked lock whose signature changed, and forgets locks nobody
 /// waits for any more.
 pub fn tick(ctx: &Ctx) {

@@ -116,7 +116,7 @@ impl RedisStore<'_> {
         let ttl = holds.max_pttl(self.now);
         // An evicted or expired hash makes the entry stale: without those events, no entry.
         if crate::ffi::events::watch_keyspace(&self.ctx) {
-            hold_index::insert(db, key, holds);
+            hold_index::insert(db, key, holds, self.now);
         }
         Ok(ttl)
     }

@@ -3,13 +3,15 @@
 //! Redis runs every registered filter before every command from a client, queued in `MULTI`,
 //! or called by a script; its own part of that (a context and a list walk) costs about 70
 //! instructions per command even when the filter returns at once, some 1.5% of a `SET`. So the
-//! filter is registered only while something is watched (`crate::watch`: a lock with parked
-//! clients, a read-hold index entry) and unregistered when nothing is: idle, the module costs
-//! other traffic no filter at all. `CONFIG RESETSTAT` is noticed here while registered, and by
-//! `INFO lockmod` otherwise (`super::server`).
+//! filter is registered only while the read-hold index has entries (`crate::watch`) and
+//! unregistered when it has none: otherwise, the module costs
+//! other traffic no filter at all. An index no read unlock used for a while is dropped (see
+//! `crate::hold_index::IDLE_MS`), so the filter's cost lasts as long as the index is of use.
+//! `CONFIG RESETSTAT` is noticed here while registered, and by `INFO lockmod` otherwise
+//! (`crate::stats`).
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -19,6 +21,8 @@ use crate::watch::{self, Keys};
 
 /// The registered filter, or null.
 static FILTER: AtomicPtr<raw::RedisModuleCommandFilter> = AtomicPtr::new(std::ptr::null_mut());
+/// Commands filtered so far.
+static SEEN: AtomicU64 = AtomicU64::new(0);
 
 /// The module was loaded (again): Redis dropped any filter of an earlier load.
 pub fn reload() {
@@ -65,14 +69,28 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if argc < 1 {
         return;
     }
-    let cmd = arg(0);
-    if argc == 2 && cmd.len() == 6 && cmd.eq_ignore_ascii_case(b"config") && arg(1).eq_ignore_ascii_case(b"resetstat") {
-        stats::reset();
-        stats::reset_seen_now();
-        return;
+    // Now and then, an index nobody uses goes (and with it this filter).
+    let n = SEEN.load(Relaxed).wrapping_add(1);
+    SEEN.store(n, Relaxed);
+    if n.is_multiple_of(1024) {
+        guarded(|| crate::hold_index::expire_idle(super::Ctx::now_ms()));
+        if !watch::active() {
+            return;
+        }
     }
+    let cmd = arg(0);
     let last = match watch::classify(cmd) {
-        Keys::Ignore => return,
+        Keys::Ignore => {
+            if argc == 2
+                && cmd.len() == 6
+                && cmd.eq_ignore_ascii_case(b"config")
+                && arg(1).eq_ignore_ascii_case(b"resetstat")
+            {
+                stats::reset();
+                stats::reset_seen_now();
+            }
+            return;
+        }
         Keys::Exec => return guarded(on_exec),
         Keys::First => 1.min(argc - 1),
         Keys::All => argc - 1,
