@@ -131,7 +131,12 @@ impl<'a> RedisStore<'a> {
 
     fn name_is(&self, n: &Name, b: &[u8]) -> bool {
         match n {
-            Name::Arg(i, _) => self.args.bytes(*i) == b,
+            Name::Arg(i, _) => {
+                // The algorithms pass the argument itself: its address says it (an argument
+                // outlives the command, so no other buffer can have that address).
+                let own = self.args.bytes(*i);
+                (own.as_ptr() == b.as_ptr() && own.len() == b.len()) || own == b
+            }
             Name::Own(s) => s.bytes() == b,
         }
     }

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use foldhash::fast::RandomState;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -137,7 +137,7 @@ const SWEEP_FROM: usize = 1024;
 struct Held {
     state: RandomState,
     /// Fingerprint -> the lease end the module last wrote (ms).
-    leases: HashMap<u64, i64, RandomState>,
+    leases: HashMap<u64, i64, BuildHasherDefault<Fingerprinted>>,
     /// Sweep when the set reaches this size.
     sweep_at: usize,
 }
@@ -148,6 +148,27 @@ thread_local! {
         leases: HashMap::default(),
         sweep_at: SWEEP_FROM,
     });
+}
+
+/// The set's keys are already seeded hashes: they are used as they are, not hashed again.
+#[derive(Default)]
+struct Fingerprinted(u64);
+
+impl Hasher for Fingerprinted {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the keys are u64); anything else is folded in.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
 }
 
 fn fingerprint(state: &RandomState, db: i32, key: &[u8]) -> u64 {
