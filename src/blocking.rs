@@ -23,6 +23,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::core::reentrant::{self, Acquired};
 use crate::core::{fair, rwlock};
@@ -419,6 +420,17 @@ pub fn on_timer(ctx: &Ctx, data: TimerData) {
 /// (the module's own writes, the command filter) finds them.
 fn watch_lock(r: &mut Registry, id: &LockId) {
     r.by_name.entry(id.1.clone()).or_default().push(id.0);
+    ANY_PARKED.store(true, Relaxed);
+}
+
+/// Whether any client is parked: every write of the module asks (a plain static, no
+/// thread-local access).
+static ANY_PARKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether any client is parked.
+#[inline]
+pub fn any_parked() -> bool {
+    ANY_PARKED.load(Relaxed)
 }
 
 fn unwatch_lock(r: &mut Registry, id: &LockId) {
@@ -428,6 +440,7 @@ fn unwatch_lock(r: &mut Registry, id: &LockId) {
             r.by_name.remove(&id.1);
         }
     }
+    ANY_PARKED.store(!r.by_name.is_empty(), Relaxed);
 }
 
 /// `name` changed (in `db`, or in a database the caller does not know): if it is a lock with
@@ -435,7 +448,7 @@ fn unwatch_lock(r: &mut Registry, id: &LockId) {
 /// own writes (a grant may follow in the same command: `serve_now`) and for commands of
 /// others the filter saw before they run (so the 0 ms timer serves the lock after them).
 pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8]) {
-    if with(|r| r.by_name.is_empty()).unwrap_or(true) {
+    if !any_parked() {
         return;
     }
     let queue_of = fair_waiters::locks_of_queue(name);

@@ -181,11 +181,12 @@ impl<'a> RedisStore<'a> {
     /// does not call the module back for its own writes (it subscribes to no class of event
     /// they fire), so the store does it, without the context Redis would build per call.
     fn notify(&self, class: u32, event: &CStr, name: StrRef) {
-        // Nothing parked, nothing indexed (the usual case): one flag read.
+        // Nothing indexed, nobody parked (the usual case): two flag reads.
         if crate::watch::active() {
-            let key = name.bytes();
-            hold_index::on_write(self.db, key);
-            crate::blocking::changed(&self.ctx, Some(self.db), key);
+            hold_index::on_write(self.db, name.bytes());
+        }
+        if crate::blocking::any_parked() {
+            crate::blocking::changed(&self.ctx, Some(self.db), name.bytes());
         }
         self.ctx.notify(class, event, name);
     }

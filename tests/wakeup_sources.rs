@@ -292,3 +292,53 @@ fn a_reset_made_while_a_client_is_parked_counts_what_follows_exactly() {
     assert_eq!(counter(&mut c, "acquired"), 2, "x, and the hand-off to b");
     assert_eq!(counter(&mut c, "handoffs"), 1);
 }
+
+/// Our own release hands the lock over inside the releasing command: the next command of the
+/// same pipeline (processed before any timer could run) already sees the parked client as the
+/// holder, for each kind of lock.
+#[test]
+fn our_own_unlock_hands_over_within_the_command_for_every_kind() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let cases: [(&[&str], &[&str], &[&str], &str); 3] = [
+        (
+            &["LOCK.ACQUIRE", "k", "a", "60000"],
+            &["LOCK.ACQUIRE", "k", "b", "60000"],
+            &["LOCK.UNLOCK", "k", "a", "60000"],
+            "k",
+        ),
+        (
+            &["RWLOCK.WLOCK", "rw", "a", "60000"],
+            &["RWLOCK.WLOCK", "rw", "b", "60000"],
+            &["RWLOCK.UNLOCK", "rw", "a", "WRITE", "60000"],
+            "rw",
+        ),
+        (
+            &["FAIRLOCK.ACQUIRE", "f", "a", "60000", "60000"],
+            &["FAIRLOCK.ACQUIRE", "f", "b", "60000", "60000"],
+            &["FAIRLOCK.UNLOCK", "f", "a", "60000"],
+            "f",
+        ),
+    ];
+    for (i, (hold, wait, release, key)) in cases.into_iter().enumerate() {
+        ok(&mut c, hold);
+        let w = park(&s, wait);
+        wait_blocked(&mut c, 1);
+        let mut p = redis::pipe();
+        p.cmd(release[0]);
+        for a in &release[1..] {
+            p.arg(*a);
+        }
+        p.cmd("HGETALL").arg(key);
+        let (_, after): (Value, Value) = p.query(&mut c).expect("pipeline");
+        let fields = match after {
+            Value::Array(v) => v,
+            Value::Map(m) => m.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+            other => panic!("HGETALL {key}: {other:?}"),
+        };
+        let holds_b = fields.iter().any(|f| matches!(f, Value::BulkString(b) if b.starts_with(b"b")));
+        assert!(holds_b, "{key}: right after the unlock, in the same pipeline: {fields:?}");
+        assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+        assert_woken(&mut c, i as i64 + 1);
+    }
+}
