@@ -300,7 +300,9 @@ fn a_reset_made_while_a_client_is_parked_counts_what_follows_exactly() {
 fn our_own_unlock_hands_over_within_the_command_for_every_kind() {
     let s = Server::start();
     let mut c = s.conn();
-    let cases: [(&[&str], &[&str], &[&str], &str); 3] = [
+    // (take it, park on it, release it, its key)
+    type Case<'a> = (&'a [&'a str], &'a [&'a str], &'a [&'a str], &'a str);
+    let cases: [Case; 3] = [
         (
             &["LOCK.ACQUIRE", "k", "a", "60000"],
             &["LOCK.ACQUIRE", "k", "b", "60000"],
