@@ -59,7 +59,7 @@ lint: deps ## cargo fmt --check and clippy -D warnings
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-bench: release ## Full benchmark (about 5 min on 2 cores): writes docs/benchmarks.md and docs/img/*.svg
+bench: release ## Full benchmark (about 6 min on 2 cores; --only N,M runs some parts): writes docs/benchmarks.md and docs/img/*.svg
 	$(CARGO) run --release -p lockmod-bench -- --out docs
 
 bench-quick: release ## Every benchmark part, tiny (< 1 min): checks it runs and mutual exclusion holds
