@@ -89,6 +89,11 @@ pub fn forget(ctx: &Ctx, id: &LockId) {
 /// The tick: serves every parked lock whose signature changed, and forgets locks nobody
 /// waits for any more.
 pub fn tick(ctx: &Ctx) {
+    // A replica grants nothing (its parked clients were released when it was demoted).
+    if ctx.flags() & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE as u64 != 0 {
+        with_poll(|p| *p = Poll::default());
+        return;
+    }
     let parked: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     let ids: Vec<LockId> = with_poll(|p| {
         p.timer = None;
