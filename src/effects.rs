@@ -13,81 +13,19 @@ use redis_module::raw;
 
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
-use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
+use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};
 use crate::hold_index;
 
 mod collections;
+mod keys;
 mod read_holds;
+
+use keys::{Name, OpenKey, OpenKeys};
 
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
 const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
 const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
-
-/// A module string for a name: the command's own argument when the bytes are one, else a copy.
-enum Name<'a> {
-    Arg(usize, StrRef<'a>),
-    Own(RStr),
-}
-
-impl Name<'_> {
-    fn arg_index(&self) -> Option<usize> {
-        match self {
-            Name::Arg(i, _) => Some(*i),
-            Name::Own(_) => None,
-        }
-    }
-
-    fn raw(&self) -> StrRef<'_> {
-        match self {
-            Name::Arg(_, r) => *r,
-            Name::Own(s) => s.as_ref(),
-        }
-    }
-}
-
-struct OpenKey<'a> {
-    name: Name<'a>,
-    key: Key,
-    /// Whether the key existed when the command first opened it.
-    existed: bool,
-}
-
-/// The keys a command has open, in order: the first few inline (an O(1) command opens one to
-/// three), more on the heap. Saves an allocation per command.
-#[derive(Default)]
-struct OpenKeys<'a> {
-    inline: [Option<OpenKey<'a>>; 3],
-    more: Vec<OpenKey<'a>>,
-}
-
-impl<'a> OpenKeys<'a> {
-    fn iter(&self) -> impl Iterator<Item = &OpenKey<'a>> {
-        self.inline.iter().map_while(Option::as_ref).chain(self.more.iter())
-    }
-
-    fn len(&self) -> usize {
-        self.inline.iter().take_while(|k| k.is_some()).count() + self.more.len()
-    }
-
-    fn push(&mut self, k: OpenKey<'a>) {
-        match self.inline.iter_mut().find(|s| s.is_none()) {
-            Some(slot) => *slot = Some(k),
-            None => self.more.push(k),
-        }
-    }
-}
-
-impl<'a> std::ops::Index<usize> for OpenKeys<'a> {
-    type Output = OpenKey<'a>;
-
-    fn index(&self, i: usize) -> &OpenKey<'a> {
-        match self.inline.get(i) {
-            Some(Some(k)) => k,
-            _ => &self.more[i - self.inline.len()],
-        }
-    }
-}
 
 /// The keyspace seen by one command: keys opened once and kept open until the command ends.
 pub struct RedisStore<'a> {

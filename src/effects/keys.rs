@@ -1,0 +1,69 @@
+//! The keys a [`super::RedisStore`] has open during one command, and the module strings of
+//! their names.
+
+use crate::ffi::{Key, RStr, StrRef};
+
+/// A module string for a name: the command's own argument when the bytes are one, else a copy.
+pub(super) enum Name<'a> {
+    Arg(usize, StrRef<'a>),
+    Own(RStr),
+}
+
+impl Name<'_> {
+    pub fn arg_index(&self) -> Option<usize> {
+        match self {
+            Name::Arg(i, _) => Some(*i),
+            Name::Own(_) => None,
+        }
+    }
+
+    pub fn raw(&self) -> StrRef<'_> {
+        match self {
+            Name::Arg(_, r) => *r,
+            Name::Own(s) => s.as_ref(),
+        }
+    }
+}
+
+pub(super) struct OpenKey<'a> {
+    pub name: Name<'a>,
+    pub key: Key,
+    /// Whether the key existed when the command first opened it.
+    pub existed: bool,
+}
+
+/// The keys a command has open, in order: the first few inline (an O(1) command opens one to
+/// three), more on the heap. Saves an allocation per command.
+#[derive(Default)]
+pub(super) struct OpenKeys<'a> {
+    inline: [Option<OpenKey<'a>>; 3],
+    more: Vec<OpenKey<'a>>,
+}
+
+impl<'a> OpenKeys<'a> {
+    pub fn iter(&self) -> impl Iterator<Item = &OpenKey<'a>> {
+        self.inline.iter().map_while(Option::as_ref).chain(self.more.iter())
+    }
+
+    pub fn len(&self) -> usize {
+        self.inline.iter().take_while(|k| k.is_some()).count() + self.more.len()
+    }
+
+    pub fn push(&mut self, k: OpenKey<'a>) {
+        match self.inline.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => *slot = Some(k),
+            None => self.more.push(k),
+        }
+    }
+}
+
+impl<'a> std::ops::Index<usize> for OpenKeys<'a> {
+    type Output = OpenKey<'a>;
+
+    fn index(&self, i: usize) -> &OpenKey<'a> {
+        match self.inline.get(i) {
+            Some(Some(k)) => k,
+            _ => &self.more[i - self.inline.len()],
+        }
+    }
+}
