@@ -23,6 +23,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
+use crate::caller::{Access, Who};
 use crate::core::reentrant::{self, Acquired};
 use crate::core::{fair, rwlock};
 use crate::core::{LockError, Reply, Result};
@@ -66,6 +67,15 @@ impl Request {
 /// the command itself, a parked client's retry and a timeout alike. Counts grants.
 pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
     attempt_as(store, key, req.owner(), req)
+}
+
+/// [`attempt`] for a parked client, on a store acting for its user (`for_waiter`): Redis
+/// checked the lock key when the client parked, but its user may have lost it since (or been
+/// deleted), so the key is checked again, with everything the acquire touches, before any
+/// write.
+fn attempt_for_waiter(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
+    crate::core::permit(store, || vec![crate::access::lock(key)])?;
+    attempt(store, key, req)
 }
 
 /// [`attempt`] with `req`'s owner given as `owner` (the same bytes): the command passes its
@@ -147,6 +157,8 @@ struct Waiter {
     client: u64,
     bc: BlockedClient,
     req: Request,
+    /// The user it ran as: its grant is checked against that user's ACL.
+    who: Who,
     /// When it parked (ms), for `LOCK.INFO`.
     since: i64,
 }
@@ -180,12 +192,13 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     if !crate::ffi::events::watch_collections(ctx) {
         return Ok(refused);
     }
+    let who = Access::caller().who(ctx);
     let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, who, since: Ctx::now_ms() }));
     arm_expiry(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
@@ -235,8 +248,10 @@ pub fn serve_now(ctx: &Ctx) {
 /// parked waiter may have lost its place): when the first parked waiter is refused, the parked
 /// waiter at the head of the queue, if any, is tried too. At most two attempts per grant.
 fn serve(ctx: &Ctx, id: &LockId) {
-    while let Some(front) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
-        if try_grant(ctx, id, 0, &front) {
+    let parked =
+        |r: &mut Registry, i: usize| r.locks.get(id).and_then(|q| q.get(i)).map(|w| (w.req.clone(), w.who.clone()));
+    while let Some((front, who)) = with(|r| parked(r, 0)).flatten() {
+        if try_grant(ctx, id, 0, &front, &who) {
             continue;
         }
         if !matches!(front, Request::Fair { .. }) {
@@ -250,11 +265,10 @@ fn serve(ctx: &Ctx, id: &LockId) {
         .flatten();
         match at_head {
             Some(i) if i > 0 => {
-                let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten()
-                else {
+                let Some((req, who)) = with(|r| parked(r, i)).flatten() else {
                     break;
                 };
-                if !try_grant(ctx, id, i, &req) {
+                if !try_grant(ctx, id, i, &req, &who) {
                     break;
                 }
             }
@@ -266,15 +280,16 @@ fn serve(ctx: &Ctx, id: &LockId) {
 
 /// Runs the acquire of the `i`-th parked waiter of `id`; if it is granted (or fails), answers
 /// and releases that client. True if the client was answered.
-fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request) -> bool {
+fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool {
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let outcome = attempt(&mut store, &id.1, req);
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who);
+    let outcome = attempt_for_waiter(&mut store, &id.1, req);
     drop(store);
     let reply = match outcome {
         Ok(Attempt::Refused(_)) => return false,
         Ok(Attempt::Granted(reply)) => reply,
-        // The key changed type under the waiter: it gets the error the command would give.
+        // The key changed type under the waiter, or its user lost a permission: it gets the
+        // error the command would give.
         Err(e) => Reply::Error(e.to_string()),
     };
     if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
@@ -412,15 +427,15 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
     let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
     stats::TIMEOUTS.inc();
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let (reply, granted) = match attempt(&mut store, &id.1, &w.req) {
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&w.who);
+    let (reply, granted) = match attempt_for_waiter(&mut store, &id.1, &w.req) {
         Ok(Attempt::Granted(r)) => (r, true),
         Ok(Attempt::Refused(r)) => (r, false),
         Err(e) => (Reply::Error(e.to_string()), false),
     };
     drop(store);
     if !granted {
-        fair_waiters::gave_up(ctx, &id, &w.req);
+        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
     }
     w.bc.unblock(None);
     arm_expiry(ctx, &id);
@@ -431,7 +446,7 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
     if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
         stats::DISCONNECTS.inc();
-        fair_waiters::gave_up(ctx, &id, &w.req);
+        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
     }

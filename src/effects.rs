@@ -11,6 +11,8 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
+use crate::access::Need;
+use crate::caller::{Access, Who};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, Args, Ctx, Key, KeyKind, RStr, StrRef};
@@ -50,16 +52,34 @@ pub struct RedisStore<'a> {
     args: &'a Args<'a>,
     now: i64,
     keys: Vec<OpenKey<'a>>,
+    /// Whose ACL the derived keys and channels are checked against.
+    access: Access,
 }
 
 impl<'a> RedisStore<'a> {
-    /// A store for a command, on the clock Redis uses for expiry during this command.
+    /// A store for a command, checked against its caller's ACL, on the clock Redis uses for
+    /// expiry during this command.
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        Self::at(ctx, args, Ctx::cached_ms())
+        let mut s = Self::at(ctx, args, Ctx::cached_ms());
+        s.access = Access::caller();
+        s
     }
 
+    /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
+    /// [`RedisStore::for_waiter`] makes it act for a parked client.
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2) }
+        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2), access: Access::module() }
+    }
+
+    /// Checks this store's writes against the ACL of the user a parked client ran as.
+    pub fn for_waiter(mut self, who: &Who) -> Self {
+        self.access = Access::waiter(who);
+        self
+    }
+
+    /// Who the store runs for: what a client parked now keeps for its grant.
+    pub fn who(&mut self) -> Who {
+        self.access.who(&self.ctx)
     }
 
     /// The database the store works in.
@@ -119,6 +139,14 @@ impl<'a> RedisStore<'a> {
 impl Store for RedisStore<'_> {
     fn now(&self) -> i64 {
         self.now
+    }
+
+    fn restricted(&mut self) -> bool {
+        self.access.restricted(&self.ctx)
+    }
+
+    fn permit(&mut self, needs: &[Need]) -> Result<()> {
+        self.access.permit(&self.ctx, needs)
     }
 
     fn exists(&mut self, key: &[u8]) -> bool {

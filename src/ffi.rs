@@ -41,6 +41,7 @@ macro_rules! api {
 }
 
 // Declared after `api!` so the macro is in scope there.
+pub mod acl;
 pub mod config;
 pub mod events;
 pub mod metadata;
@@ -73,6 +74,17 @@ macro_rules! needed_apis {
 }
 
 needed_apis!(
+    // ACL checks of derived keys and channels (ffi/acl.rs).
+    RedisModule_GetClientUserNameById,
+    RedisModule_GetCurrentUserName,
+    RedisModule_GetModuleUserFromUserName,
+    RedisModule_FreeModuleUser,
+    RedisModule_ACLCheckKeyPermissions,
+    RedisModule_ACLCheckChannelPermissions,
+    RedisModule_ACLAddLogEntry,
+    RedisModule_Call,
+    RedisModule_FreeCallReply,
+    // The rest.
     RedisModule_OpenKey,
     RedisModule_CloseKey,
     RedisModule_KeyType,

@@ -3,7 +3,9 @@
 //! This file only registers things with Redis. The lock algorithms live in `core`, the
 //! command parsing in `commands`, the keyspace writes in `effects`, the C API in `ffi`.
 
+pub mod access;
 pub mod blocking;
+pub mod caller;
 pub mod commands;
 pub mod config;
 pub mod core;
@@ -26,22 +28,23 @@ mod module {
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
     /// Names are lowercase, as Redis' own: the metadata sets each command's arity, so Redis
-    /// checks it first and names the command in its error as registered.
+    /// checks it first and names the command in its error as registered. An acquire accepts
+    /// `BLOCK`, so it is `blocking` and, as BLPOP, not `fast`.
     fn command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
         vec![
-            (c"lock.acquire", command_fn!(lock::lock_acquire), c"write deny-oom fast"),
+            (c"lock.acquire", command_fn!(lock::lock_acquire), c"write deny-oom blocking"),
             (c"lock.unlock", command_fn!(lock::lock_unlock), c"write fast"),
             (c"lock.renew", command_fn!(lock::lock_renew), c"write fast"),
             (c"lock.forceunlock", command_fn!(lock::lock_forceunlock), c"write fast"),
-            (c"rwlock.rlock", command_fn!(rwlock::rwlock_rlock), c"write deny-oom fast"),
-            (c"rwlock.wlock", command_fn!(rwlock::rwlock_wlock), c"write deny-oom fast"),
+            (c"rwlock.rlock", command_fn!(rwlock::rwlock_rlock), c"write deny-oom blocking"),
+            (c"rwlock.wlock", command_fn!(rwlock::rwlock_wlock), c"write deny-oom blocking"),
             // O(read holds): the largest remaining lease over them (indexed, built once).
             (c"rwlock.unlock", command_fn!(rwlock::rwlock_unlock), c"write"),
             // O(the owner's read holds).
             (c"rwlock.renew", command_fn!(rwlock::rwlock_renew), c"write"),
             (c"rwlock.forceunlock", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
             // O(waiters): a grant moves every queued waiter's deadline.
-            (c"fairlock.acquire", command_fn!(fair::fairlock_acquire), c"write deny-oom"),
+            (c"fairlock.acquire", command_fn!(fair::fairlock_acquire), c"write deny-oom blocking"),
             (c"fairlock.unlock", command_fn!(fair::fairlock_unlock), c"write"),
             (c"fairlock.cancel", command_fn!(fair::fairlock_cancel), c"write"),
             (c"fairlock.renew", command_fn!(fair::fairlock_renew), c"write fast"),
@@ -58,6 +61,8 @@ mod module {
             return Status::Err;
         }
         install_panic_hook();
+        // Verdicts on users from before an unload may be stale.
+        crate::caller::forget_all();
         if !ffi::server::register(ctx) {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
             return Status::Err;

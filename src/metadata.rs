@@ -28,19 +28,24 @@ pub struct Arg {
     pub subargs: &'static [Arg],
 }
 
-/// What a command does with its key, as key-spec flags (see `REDISMODULE_CMD_KEY_*`).
+/// What a command does with its key, as key-spec flags (`REDISMODULE_CMD_KEY_*`). Redis' ACL
+/// asks read permission for ACCESS and write permission for INSERT, UPDATE or DELETE, so these
+/// are what a user needs on the lock key; the derived keys are listed in `crate::access`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyAccess {
-    /// Reads what it replies (`LOCK.INFO`).
+    /// `RO ACCESS`: reads what it replies (`LOCK.INFO`).
     Read,
-    /// Creates or updates the hold (acquire).
-    Acquire,
-    /// Updates or deletes the hold (unlock).
-    Release,
-    /// Updates the expiry (renew).
+    /// `RW ACCESS UPDATE`: reads the holds and the TTL (replied when refused) and changes
+    /// them (acquire, unlock).
+    ReadUpdate,
+    /// `RW UPDATE`: moves the expiry of a lock the owner holds (renew).
     Update,
-    /// Deletes the key (force unlock).
+    /// `RM DELETE`: deletes the key whatever it holds (force unlock).
     Delete,
+    /// `RW ACCESS DELETE`: deletes the key if it is in the mode given (`RWLOCK.FORCEUNLOCK`).
+    ReadDelete,
+    /// `RO`: only the key's type is checked (`FAIRLOCK.CANCEL` changes the queue, not the lock).
+    TypeOnly,
 }
 
 #[derive(Debug)]
@@ -51,7 +56,9 @@ pub struct Command {
     /// As Redis counts it: the command name included, negative for "at least".
     pub arity: i32,
     pub key: KeyAccess,
-    /// ACL categories beyond the ones Redis derives from the flags (7.2+ only).
+    /// ACL categories (Redis 7.2+ and Valkey, where a module sets them; Redis 7.0 gives module
+    /// commands none). As Redis' own: `write` or `read`, `fast` or `slow`, and `blocking` where
+    /// `BLOCK` is accepted.
     pub acl: &'static str,
     pub args: &'static [Arg],
 }
@@ -94,8 +101,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Acquires a reentrant lock (Redisson RLock), optionally waiting and fenced",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Acquire,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
         args: &[KEY, OWNER, LEASE, BLOCK, TOKEN],
     },
     Command {
@@ -103,8 +110,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Releases one hold of a reentrant lock and wakes its waiters",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write fast",
         args: &[KEY, OWNER, LEASE, LATCH],
     },
     Command {
@@ -113,7 +120,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(1)",
         arity: 4,
         key: KeyAccess::Update,
-        acl: "write",
+        acl: "write fast",
         args: &[KEY, OWNER, LEASE],
     },
     Command {
@@ -122,7 +129,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(1)",
         arity: 2,
         key: KeyAccess::Delete,
-        acl: "write",
+        acl: "write fast",
         args: &[KEY],
     },
     Command {
@@ -131,7 +138,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(N) where N is the number of holds, queued and parked clients",
         arity: 2,
         key: KeyAccess::Read,
-        acl: "read",
+        acl: "read slow",
         args: &[KEY],
     },
     Command {
@@ -139,8 +146,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Acquires a read hold of a read-write lock (Redisson RReadWriteLock)",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Acquire,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
         args: &[KEY, OWNER, LEASE, BLOCK],
     },
     Command {
@@ -148,8 +155,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Acquires the write hold of a read-write lock",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Acquire,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
         args: &[KEY, OWNER, LEASE, BLOCK],
     },
     Command {
@@ -157,8 +164,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Releases one read or write hold of a read-write lock",
         complexity: "O(N) where N is the number of read holds",
         arity: -5,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow",
         args: &[KEY, OWNER, SIDE, LEASE, LATCH],
     },
     Command {
@@ -167,7 +174,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(N) where N is the owner's number of read holds",
         arity: 4,
         key: KeyAccess::Update,
-        acl: "write",
+        acl: "write slow",
         args: &[KEY, OWNER, LEASE],
     },
     Command {
@@ -175,8 +182,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Deletes a read-write lock if it is in the given mode",
         complexity: "O(1)",
         arity: 3,
-        key: KeyAccess::Delete,
-        acl: "write",
+        key: KeyAccess::ReadDelete,
+        acl: "write fast",
         args: &[KEY, SIDE],
     },
     Command {
@@ -184,8 +191,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Acquires a fair lock (Redisson RFairLock) or joins its queue",
         complexity: "O(N) where N is the number of queued waiters",
         arity: -5,
-        key: KeyAccess::Acquire,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
         args: &[KEY, OWNER, LEASE, WAIT, NOQUEUE, BLOCK],
     },
     Command {
@@ -193,8 +200,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Releases one hold of a fair lock and notifies the head of its queue",
         complexity: "O(N) where N is the number of queued waiters",
         arity: -4,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow",
         args: &[KEY, OWNER, LEASE, LATCH],
     },
     Command {
@@ -202,8 +209,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Removes a waiter from a fair lock's queue",
         complexity: "O(N) where N is the number of queued waiters",
         arity: 4,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::TypeOnly,
+        acl: "write slow",
         args: &[KEY, OWNER, WAIT],
     },
     Command {
@@ -212,7 +219,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(1)",
         arity: 4,
         key: KeyAccess::Update,
-        acl: "write",
+        acl: "write fast",
         args: &[KEY, OWNER, LEASE],
     },
     Command {
@@ -221,7 +228,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(N) where N is the number of queued waiters",
         arity: 2,
         key: KeyAccess::Delete,
-        acl: "write",
+        acl: "write slow",
         args: &[KEY],
     },
 ];

@@ -14,7 +14,8 @@
 use std::cell::RefCell;
 
 use super::{serve, with, LockId, Request, TimerData};
-use crate::core::{fair, Store};
+use crate::caller::Who;
+use crate::core::{fair, Reply, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -26,8 +27,8 @@ pub const AHEAD_MS: i64 = 3 * TICK_MS;
 const QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
 
 thread_local! {
-    /// Waiters that gave up, to be cancelled: (lock, owner, wait).
-    static CANCELS: RefCell<Vec<(LockId, Vec<u8>, i64)>> = const { RefCell::new(Vec::new()) };
+    /// Waiters that gave up, to be cancelled: (lock, owner, wait, the user it ran as).
+    static CANCELS: RefCell<Vec<(LockId, Vec<u8>, i64, Who)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The parked fair waiters of a lock, in arrival order: (owner, wait).
@@ -39,7 +40,33 @@ fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
     with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair_only).collect())).flatten().unwrap_or_default()
 }
 
+/// Answers `NOPERM` to the parked fair waiters of `id` whose user may no longer touch the
+/// lock and its queue: the module keeps their places on their behalf, never beyond their
+/// permission. Their places are left to expire (nothing is written for them).
+fn drop_denied(ctx: &Ctx, id: &LockId) {
+    let fair = |w: &super::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
+    let users: Vec<(u64, Who)> =
+        with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair).collect())).flatten().unwrap_or_default();
+    for (client, who) in users {
+        let args = Args::empty();
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&who);
+        let needs = || [vec![crate::access::lock(&id.1)], crate::access::fair(&id.1)].concat();
+        let Err(e) = crate::core::permit(&mut store, needs) else { continue };
+        drop(store);
+        let gone = with(|r| {
+            let q = r.locks.get_mut(id)?;
+            let pos = q.iter().position(|w| w.client == client)?;
+            q.remove(pos)
+        })
+        .flatten();
+        if let Some(w) = gone {
+            w.bc.unblock(Some(Reply::Error(e.to_string())));
+        }
+    }
+}
+
 fn keep_alive(ctx: &Ctx, id: &LockId) {
+    drop_denied(ctx, id);
     let parked = parked_on(id);
     if parked.is_empty() {
         return;
@@ -89,11 +116,11 @@ pub fn tick(ctx: &Ctx) {
 }
 
 /// A parked waiter left without the lock: if it was a fair waiter, cancel its queue place.
-pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
+pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request, who: &Who) {
     let Request::Fair { owner, wait, .. } = req else { return };
     let first = CANCELS.with(|c| {
         let mut c = c.borrow_mut();
-        c.push((id.clone(), owner.clone(), *wait));
+        c.push((id.clone(), owner.clone(), *wait, who.clone()));
         c.len() == 1
     });
     if first {
@@ -110,13 +137,14 @@ pub fn run_cancels(ctx: &Ctx) {
     if on_replica(ctx) {
         return;
     }
-    for (id, owner, wait) in cancels {
+    for (id, owner, wait, who) in cancels {
         if !ctx.select_db(id.0) {
             continue;
         }
         let args = Args::empty();
-        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-        // Another type under the queue: nothing of ours to remove.
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&who);
+        // Another type under the queue: nothing of ours to remove. A user that may no longer
+        // write the queue: its place is left to expire.
         let _ = fair::cancel(&mut store, &id.1, &owner, wait);
         drop(store);
         serve(ctx, &id);

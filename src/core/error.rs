@@ -19,8 +19,32 @@ pub enum LockError {
     CorruptHoldCount,
     /// The read-write lock's owner named `mode`, which would collide with the mode field.
     ReservedOwner,
+    /// The caller's ACL does not allow a key or channel the command would touch.
+    NoPerm(Denied, Vec<u8>),
     /// Not an error: the client was parked and will be answered later.
     Blocked,
+}
+
+/// What a `NOPERM` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Denied {
+    Key,
+    Channel,
+    /// The user a parked client ran as no longer exists.
+    User,
+}
+
+/// Names in errors are cut here: an owner is client-chosen and may be long.
+const MAX_NAME_IN_ERROR: usize = 200;
+
+fn shown(name: &[u8]) -> String {
+    let cut = &name[..name.len().min(MAX_NAME_IN_ERROR)];
+    let s = String::from_utf8_lossy(cut).replace(['\r', '\n'], " ");
+    if cut.len() < name.len() {
+        format!("{s}...")
+    } else {
+        s
+    }
 }
 
 impl fmt::Display for LockError {
@@ -33,6 +57,12 @@ impl fmt::Display for LockError {
             LockError::WrongType => f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value"),
             LockError::CorruptHoldCount => f.write_str("ERR lock hash field is not an integer hold count"),
             LockError::ReservedOwner => f.write_str("ERR owner name 'mode' is reserved by the read-write lock"),
+            // Redis' own wording for a denied key or channel, naming it.
+            LockError::NoPerm(Denied::Key, n) => write!(f, "NOPERM No permissions to access the '{}' key", shown(n)),
+            LockError::NoPerm(Denied::Channel, n) => {
+                write!(f, "NOPERM No permissions to access the '{}' channel", shown(n))
+            }
+            LockError::NoPerm(Denied::User, n) => write!(f, "NOPERM The user '{}' no longer exists", shown(n)),
             LockError::Blocked => f.write_str("ERR client blocked"),
         }
     }

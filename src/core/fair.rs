@@ -16,8 +16,8 @@
 //! Scores are doubles, as in Redis: Redisson's arithmetic on them is reproduced in `f64`.
 
 use super::reentrant::{self, Acquired};
-use super::{latch_check, latch_record, Latch, Reply, Result, Store};
-use crate::names;
+use super::{latch_check, latch_record, permit, Latch, Reply, Result, Store};
+use crate::{access, names};
 use std::collections::{HashMap, HashSet};
 
 /// The derived keys of a fair lock.
@@ -44,6 +44,30 @@ fn purge<S: Store>(s: &mut S, k: &Keys, now: f64) -> Result<()> {
                 s.list_pop_head(&k.queue);
             }
             _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// The waiter [`purge`] would leave at the head, found by reading only: a release wakes it, so
+/// its channel is checked before the purge writes anything.
+fn head_after_purge<S: Store>(s: &mut S, k: &Keys, now: f64) -> Result<Option<Vec<u8>>> {
+    // A name queued twice loses its deadline with its first place, and then stops the purge.
+    let mut dropped: Vec<Vec<u8>> = Vec::new();
+    while let Some(head) = s.list_index(&k.queue, dropped.len() as i64)? {
+        match s.zset_score(&k.deadlines, &head)? {
+            Some(deadline) if deadline <= now && !dropped.contains(&head) => dropped.push(head),
+            _ => return Ok(Some(head)),
+        }
+    }
+    Ok(None)
+}
+
+/// Checks the channel of the waiter a release would wake, if the caller may be denied it.
+fn permit_wake<S: Store>(s: &mut S, key: &[u8], k: &Keys, now: f64) -> Result<()> {
+    if s.restricted() {
+        if let Some(head) = head_after_purge(s, k, now)? {
+            s.permit(&access::fair_head(key, &head))?;
         }
     }
     Ok(())
@@ -77,6 +101,7 @@ pub fn acquire<S: Store>(
     wait: i64,
     if_refused: IfRefused,
 ) -> Result<Acquired> {
+    permit(s, || access::fair(key))?;
     let k = keys(s, key)?;
     let held = s.hash_get_int(key, owner)?;
     let now = s.now();
@@ -121,12 +146,14 @@ pub fn acquire<S: Store>(
 /// `FAIRLOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` does not hold the lock, 0 if
 /// holds remain, 1 if released (or if the lock was already free); a release wakes the head.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
+    permit(s, || access::fair_unlock(key, latch.map(|l| l.request_id)))?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
     let k = keys(s, key)?;
     let held = s.hash_get_int(key, owner)?;
     let now = s.now();
+    permit_wake(s, key, &k, now as f64)?;
     purge(s, &k, now as f64)?;
     if s.hash_len(key)? == 0 {
         wake_head(s, key, &k)?;
@@ -150,6 +177,7 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
 /// `FAIRLOCK.CANCEL key owner wait`: a waiter gives up. Everyone queued behind it moves up
 /// (their deadlines come `wait` closer) and it leaves the queue; 1 if it was queued.
 pub fn cancel<S: Store>(s: &mut S, key: &[u8], owner: &[u8], wait: i64) -> Result<Reply> {
+    permit(s, || access::fair(key))?;
     let k = keys(s, key)?;
     let queue = s.list_all(&k.queue)?;
     if let Some(i) = queue.iter().position(|w| w == owner) {
@@ -169,8 +197,10 @@ pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Resul
 /// `FAIRLOCK.FORCEUNLOCK key`: deletes the lock whoever holds it and wakes the head; 1 if it
 /// existed.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
+    permit(s, || access::fair(key))?;
     let k = keys(s, key)?;
     let now = s.now();
+    permit_wake(s, key, &k, now as f64)?;
     purge(s, &k, now as f64)?;
     if !s.del(key) {
         return Ok(Reply::Int(0));

@@ -5,7 +5,8 @@
 //! hash is a reentrant lock; no hash but a queue is a free fair lock with waiters.
 
 use super::rwlock::{MAX_HOLDS_PER_FIELD, MODE, WRITE};
-use super::{parse_i64, Reply, Result, Store};
+use super::{parse_i64, permit, Reply, Result, Store};
+use crate::access::{self, KeyUse};
 use crate::names;
 
 /// A client parked with `BLOCK` on the lock, as the blocking registry reports it.
@@ -29,6 +30,7 @@ fn field(name: &str, value: Reply) -> (Reply, Reply) {
 
 /// Builds the `LOCK.INFO` reply for `key`. Reads only.
 pub fn info<S: Store>(s: &mut S, key: &[u8], parked: &[Parked]) -> Result<Reply> {
+    permit(s, || access::lock_info(key))?;
     let queue_key = names::fair_queue(key);
     let zset_key = names::fair_timeouts(key);
     let entries = s.hash_entries(key)?;
@@ -61,6 +63,7 @@ pub fn info<S: Store>(s: &mut S, key: &[u8], parked: &[Parked]) -> Result<Reply>
             h.push(field("count", count));
             if !write {
                 let n = parse_i64(v).unwrap_or(0).clamp(0, MAX_HOLDS_PER_FIELD);
+                permit(s, || (1..=n).map(|i| access::read_hold(key, f, i, KeyUse::Read)).collect())?;
                 let ttls = (1..=n).map(|i| Reply::Int(s.pttl(&names::read_timeout(key, f, i)))).collect();
                 h.push(field("read_holds_pttl", Reply::Array(ttls)));
             }

@@ -21,6 +21,10 @@ pub struct MemoryStore {
     pub now: i64,
     pub data: HashMap<Vec<u8>, (Value, Option<i64>)>,
     pub published: Vec<(Vec<u8>, Vec<u8>)>,
+    /// A fake ACL: `Some(names denied)` makes the caller restricted.
+    pub acl: Option<Vec<Vec<u8>>>,
+    /// Every need checked, in order.
+    pub checked: Vec<crate::access::Need>,
 }
 
 impl MemoryStore {
@@ -155,6 +159,26 @@ impl MemoryStore {
 impl Store for MemoryStore {
     fn now(&self) -> i64 {
         self.now
+    }
+
+    fn restricted(&mut self) -> bool {
+        self.acl.is_some()
+    }
+
+    fn permit(&mut self, needs: &[crate::access::Need]) -> Result<()> {
+        use crate::access::Need;
+        use crate::core::Denied;
+        for n in needs {
+            self.checked.push(n.clone());
+            let (what, name) = match n {
+                Need::Key(k, _) => (Denied::Key, k),
+                Need::Publish(c) => (Denied::Channel, c),
+            };
+            if self.acl.as_ref().is_some_and(|denied| denied.contains(name)) {
+                return Err(LockError::NoPerm(what, name.clone()));
+            }
+        }
+        Ok(())
     }
 
     fn exists(&mut self, key: &[u8]) -> bool {

@@ -14,10 +14,12 @@ pub mod rwlock;
 pub mod store;
 
 #[cfg(test)]
-#[cfg(test)]
 pub mod memory;
 
-pub use error::LockError;
+#[cfg(test)]
+mod access_tests;
+
+pub use error::{Denied, LockError};
 pub use store::Store;
 
 pub type Result<T> = std::result::Result<T, LockError>;
@@ -58,6 +60,17 @@ pub fn latch_record<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outco
         let name = crate::names::unlock_latch(key, l.request_id);
         let now = s.now();
         s.set_px_at(&name, if outcome == 0 { b"0" } else { b"1" }, now + l.ttl_ms);
+    }
+}
+
+/// Checks that the caller's ACL allows `needs` (see `crate::access`), before any write. The
+/// list is built only for a caller the ACL may deny something: an unrestricted one pays for
+/// no names, even where the list is O(N).
+pub fn permit<S: Store>(s: &mut S, needs: impl FnOnce() -> Vec<crate::access::Need>) -> Result<()> {
+    if s.restricted() {
+        s.permit(&needs())
+    } else {
+        Ok(())
     }
 }
 

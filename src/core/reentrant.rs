@@ -8,8 +8,8 @@
 //! Releasing the last hold deletes the hash and publishes `0` on
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
-use super::{latch_check, latch_record, Latch, Reply, Result, Store};
-use crate::names;
+use super::{latch_check, latch_record, permit, Latch, Reply, Result, Store};
+use crate::{access, names};
 
 /// What an acquire attempt did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,7 @@ pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Res
 /// reentrant, increments the lock's token counter: `[-1, token]`; refused: `[pttl, -1]`.
 /// The counter never expires, so tokens only grow, across holders, unlocks and restarts.
 pub fn acquire_fenced<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<(Acquired, Reply)> {
+    permit(s, || access::lock_acquire_fenced(key))?;
     let counter = names::token(key);
     // Checked before any write: a counter that is not an integer is an error, not a reset.
     if let Some(v) = s.get(&counter)? {
@@ -64,6 +65,7 @@ pub fn acquire_fenced<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64)
 /// `LOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` holds nothing, 0 if holds remain
 /// (the lease is renewed), 1 if this released the lock.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
+    permit(s, || access::lock_unlock(key, latch.map(|l| l.request_id)))?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
@@ -94,6 +96,7 @@ pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Resul
 
 /// `LOCK.FORCEUNLOCK key`: delete the lock whoever holds it; 1 if it existed.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
+    permit(s, || access::lock_forceunlock(key))?;
     if !s.del(key) {
         return Ok(Reply::Int(0));
     }

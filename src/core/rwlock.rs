@@ -13,7 +13,8 @@
 //! `redisson_rwlock:{name}` (every waiting reader may retry), a write unlock `1`.
 
 use super::reentrant::Acquired;
-use super::{latch_check, latch_record, LockError, Reply, Result, Store};
+use super::{latch_check, latch_record, permit, LockError, Reply, Result, Store};
+use crate::access::{self, KeyUse};
 use crate::names;
 
 /// The hash field that holds the mode; an owner may not be called that.
@@ -63,6 +64,7 @@ pub fn read_lock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> R
     let mode = s.hash_get(key, MODE)?;
     let at = s.now() + lease;
     let Some(mode) = mode else {
+        permit(s, || vec![access::read_hold(key, owner, 1, KeyUse::Write)])?;
         s.hash_set(key, MODE, READ);
         s.hash_set(key, owner, b"1");
         s.read_hold_set(key, owner, 1, at);
@@ -74,6 +76,9 @@ pub fn read_lock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> R
         return Ok(Acquired::Refused(s.pttl(key)));
     }
     let held = s.hash_get_int(key, owner)?;
+    // The new hold's timeout key is named by the count: read it, check the key, then write.
+    let next = held.unwrap_or(0).saturating_add(1);
+    permit(s, || vec![access::read_hold(key, owner, next, KeyUse::Write)])?;
     let n = s.hash_incr(key, owner, 1);
     s.read_hold_set(key, owner, n, at);
     let ttl = s.pttl(key).max(lease);
@@ -116,6 +121,7 @@ pub fn unlock<S: Store>(
     latch: Option<super::Latch>,
 ) -> Result<Reply> {
     check_owner(owner)?;
+    permit(s, || access::rwlock_unlock(key, latch.map(|l| l.request_id)))?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
@@ -136,8 +142,11 @@ pub fn unlock<S: Store>(
 }
 
 fn read_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], mode: &[u8]) -> Result<Option<i64>> {
-    if s.hash_get_int(key, owner)?.is_none() {
+    let Some(held) = s.hash_get_int(key, owner)? else {
         return Ok(None);
+    };
+    if s.restricted() {
+        permit_read_unlock(s, key, owner, held)?;
     }
     let left = s.hash_incr(key, owner, -1);
     if left == 0 {
@@ -158,6 +167,18 @@ fn read_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], mode: &[u8]) -> Re
     s.del(key);
     s.publish(&names::rwlock_channel(key), Side::Read.message());
     Ok(Some(1))
+}
+
+/// A read unlock deletes the owner's last hold's timeout key and reads the remaining holds'
+/// TTLs (as Redisson's script does with `PTTL`): every one of them must be allowed.
+fn permit_read_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], held: i64) -> Result<()> {
+    let mut needs = vec![access::read_hold(key, owner, held, KeyUse::Write)];
+    for_each_read_hold(s, key, |_, field, i| {
+        if !(field == owner && i == held) {
+            needs.push(access::read_hold(key, field, i, KeyUse::Read));
+        }
+    })?;
+    s.permit(&needs)
 }
 
 fn write_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], mode: &[u8], lease: i64) -> Result<Option<i64>> {
@@ -190,8 +211,10 @@ pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Resul
     if reads.is_none() && writes.is_none() {
         return Ok(Reply::Int(0));
     }
+    let holds = reads.unwrap_or(0).min(MAX_HOLDS_PER_FIELD);
+    permit(s, || (1..=holds).map(|i| access::read_hold(key, owner, i, KeyUse::Write)).collect())?;
     let at = s.now() + lease;
-    for i in 1..=reads.unwrap_or(0).min(MAX_HOLDS_PER_FIELD) {
+    for i in 1..=holds {
         s.read_hold_expire(key, owner, i, at);
     }
     s.pexpire_at(key, at);
@@ -201,6 +224,7 @@ pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Resul
 /// `RWLOCK.FORCEUNLOCK key READ|WRITE`: deletes the lock if it is in that mode; 1 if it was.
 /// Read holds' timeout keys are left to expire, as Redisson leaves them.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8], side: Side) -> Result<Reply> {
+    permit(s, || access::rwlock_forceunlock(key))?;
     if s.hash_get(key, MODE)?.as_deref() != Some(side.mode()) {
         return Ok(Reply::Int(0));
     }

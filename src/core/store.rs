@@ -17,6 +17,17 @@ pub trait Store {
     /// The server's clock in ms, read once per command.
     fn now(&self) -> i64;
 
+    // -- access --------------------------------------------------------------------------------
+    /// True when the caller's ACL may deny a derived key or channel: only then are the names
+    /// listed and checked (see [`super::permit`]).
+    fn restricted(&mut self) -> bool {
+        false
+    }
+    /// Checks each need against the caller's ACL: `NOPERM` naming the first one denied.
+    fn permit(&mut self, _needs: &[crate::access::Need]) -> Result<()> {
+        Ok(())
+    }
+
     // -- any type ------------------------------------------------------------------------------
     fn exists(&mut self, key: &[u8]) -> bool;
     /// Remaining time to live in ms, or [`TTL_MISSING`] / [`TTL_PERSISTENT`], as `PTTL`.
