@@ -40,7 +40,7 @@ pub fn current_user(ctx: &Ctx) -> Option<RStr> {
     }
     // SAFETY: the context client has a user (just checked), which is all this call needs.
     let name = unsafe { api!(RedisModule_GetCurrentUserName)(ctx.0) };
-    (!name.is_null()).then_some(RStr { ctx: ctx.0, ptr: name })
+    (!name.is_null()).then(|| RStr { ctx: ctx.0, ptr: name })
 }
 
 /// True if the context client has an ACL user. `RM_Call` with `C` runs as that user and
@@ -67,6 +67,9 @@ pub struct User {
 
 impl Drop for User {
     fn drop(&mut self) {
+        if self.ptr.is_null() {
+            return;
+        }
         // SAFETY: a handle from RM_GetModuleUserFromUserName, freed once; for such a handle
         // Redis frees only the wrapper, never the user.
         unsafe { api!(RedisModule_FreeModuleUser)(self.ptr) };
@@ -78,7 +81,7 @@ impl User {
     pub fn find(ctx: &Ctx, name: StrRef) -> Option<User> {
         // SAFETY: live string; the handle is freed on drop.
         let ptr = unsafe { api!(RedisModule_GetModuleUserFromUserName)(name.ptr) };
-        (!ptr.is_null()).then_some(User { ctx: ctx.0, ptr })
+        (!ptr.is_null()).then(|| User { ctx: ctx.0, ptr })
     }
 
     /// The user's rules as `ACL LIST` shows them (without `user <name>`); `None` on a server
@@ -88,7 +91,7 @@ impl User {
         let f = unsafe { raw::RedisModule_GetModuleUserACLString }?;
         // SAFETY: live user; the string returned holds a reference we release on drop.
         let s = unsafe { f(self.ptr) };
-        (!s.is_null()).then_some(RStr { ctx: self.ctx, ptr: s })
+        (!s.is_null()).then(|| RStr { ctx: self.ctx, ptr: s })
     }
 
     /// True if the user may touch `key` as `flags` say (`REDISMODULE_CMD_KEY_ACCESS` asks read

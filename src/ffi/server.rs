@@ -1,5 +1,5 @@
 //! Server-wide hooks: the module's allocator (counting what it holds), the `INFO lockmod`
-//! section, and the command filter that notices `CONFIG RESETSTAT`.
+//! section, and the command filter that notices `CONFIG RESETSTAT` and ACL changes.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::raw::c_int;
@@ -52,19 +52,28 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_in
     }
 }
 
-/// Runs before every command: resets our counters on `CONFIG RESETSTAT`, as Redis resets its own.
+/// Runs before every command (and before MULTI queues one): resets our counters on
+/// `CONFIG RESETSTAT`, as Redis resets its own, and tells `caller` of `ACL` changes and `EXEC`s.
 extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // SAFETY: `fctx` is live for this call; argument strings are owned by the client.
     unsafe {
-        if api!(RedisModule_CommandFilterArgsCount)(fctx) != 2 {
-            return;
-        }
+        let argc = api!(RedisModule_CommandFilterArgsCount)(fctx);
         let cmd = api!(RedisModule_CommandFilterArgGet)(fctx, 0);
-        let sub = api!(RedisModule_CommandFilterArgGet)(fctx, 1);
-        if cmd.is_null() || sub.is_null() {
+        if argc < 1 || cmd.is_null() {
             return;
         }
-        if str_bytes(cmd).eq_ignore_ascii_case(b"config") && str_bytes(sub).eq_ignore_ascii_case(b"resetstat") {
+        let name = str_bytes(cmd);
+        // Only `acl`, `exec` and `config` matter: one length test for every other command.
+        if !matches!(name.len(), 3 | 4 | 6) {
+            return;
+        }
+        let sub = if argc >= 2 { api!(RedisModule_CommandFilterArgGet)(fctx, 1) } else { std::ptr::null_mut() };
+        let sub = (!sub.is_null()).then(|| str_bytes(sub));
+        crate::caller::on_command(name, sub);
+        if argc == 2
+            && name.eq_ignore_ascii_case(b"config")
+            && sub.is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat"))
+        {
             stats::reset();
         }
     }
