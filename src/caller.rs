@@ -6,14 +6,19 @@
 //! its grant), or the module itself (its own upkeep, checked by the caller beforehand).
 //!
 //! Cost. A user whose root selector grants every key and channel (`~* &*`, as the default
-//! user) passes every check, so none is made: that verdict is cached per user name, and then
-//! costs one lookup of the caller's name per command. The cache lasts until the ACL may have
-//! changed: the command filter (`on_command`) sees every `ACL SETUSER`, `DELUSER` and `LOAD`,
-//! and, once one was seen, every `EXEC` (a transaction may have queued one), and each empties
-//! it. Inside a transaction nothing is cached: it may change the ACL between two of
-//! our commands. A restricted user's names are checked on every command.
+//! user) passes every check, so none is made. While every user of the server is such a user
+//! (a server without ACL rules), nobody is even looked up: one flag, read per command. Once
+//! some user is restricted, each command looks its caller's name up (once) and a user known to
+//! grant everything is then let through; the others' names are checked. What is known lasts
+//! until the ACL may have changed: the command filter ([`on_command`]) sees every `ACL
+//! SETUSER`, `DELUSER` and `LOAD` before it runs or is queued by MULTI, and the `EXEC` that
+//! runs a queued one (on Redis 7.0, where a filter cannot tell clients apart: every `EXEC`
+//! after an ACL change), and each empties it. Inside a transaction nothing is learnt, as it may
+//! change the ACL between two of our commands.
 
 use std::cell::RefCell;
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::Ordering::Relaxed;
 
 use redis_module::raw;
 
@@ -50,6 +55,8 @@ enum State {
     Caller,
     /// A parked client's user, not looked up yet.
     Waiter(Who),
+    /// Every user of the server grants everything: nobody was looked up.
+    AllOpen,
     /// Every check passes: no ACL user, or one granted every key and channel.
     Open(Option<Name>),
     /// Each name is checked against this user.
@@ -82,29 +89,47 @@ impl Access {
         Access { state: State::Waiter(who.clone()), own_command: false }
     }
 
+    #[inline]
     fn resolve(&mut self, ctx: &Ctx) {
+        if matches!(self.state, State::Caller | State::Waiter(_)) {
+            self.resolve_now(ctx);
+        }
+    }
+
+    #[cold]
+    fn resolve_now(&mut self, ctx: &Ctx) {
         let state = std::mem::replace(&mut self.state, State::Open(None));
+        let all_open = all_open(ctx);
         self.state = match state {
+            State::Caller if all_open => State::AllOpen,
             State::Caller => match acl::current_user(ctx) {
                 None => State::Open(None),
                 Some(name) => judge(ctx, Name::Server(name)),
             },
             State::Waiter(Who::Root) => State::Open(None),
+            State::Waiter(Who::User(name)) if all_open => State::Open(Some(Name::Kept(name))),
             State::Waiter(Who::User(name)) => judge(ctx, Name::Kept(name)),
             resolved => resolved,
         };
     }
 
     /// True when a check may fail.
+    #[inline]
     pub fn restricted(&mut self, ctx: &Ctx) -> bool {
+        // The common case, first: a server where every user grants everything.
+        if matches!(self.state, State::Caller) && ALL_OPEN.load(Relaxed) == OPEN {
+            self.state = State::AllOpen;
+        }
         self.resolve(ctx);
-        !matches!(self.state, State::Open(_))
+        !matches!(self.state, State::Open(_) | State::AllOpen)
     }
 
     /// Who this store runs for (what a client parked now keeps).
     pub fn who(&mut self, ctx: &Ctx) -> Who {
         self.resolve(ctx);
         match &self.state {
+            // Asked only when a client parks: the one time an open caller is looked up.
+            State::AllOpen => acl::current_user(ctx).map_or(Who::Root, |n| Who::User(n.bytes().to_vec())),
             State::Open(None) | State::Caller | State::Waiter(Who::Root) => Who::Root,
             State::Open(Some(n)) | State::Checked(n, _) => Who::User(n.bytes().to_vec()),
             State::Gone(n) | State::Waiter(Who::User(n)) => Who::User(n.clone()),
@@ -149,6 +174,43 @@ fn key_flags(how: KeyUse) -> u32 {
     }
 }
 
+/// True when every user of the server grants everything, so no check can fail: known until
+/// the ACL may change, found out (with `ACL USERS`) at the first need after that.
+fn all_open(ctx: &Ctx) -> bool {
+    match ALL_OPEN.load(Relaxed) {
+        OPEN => return true,
+        RESTRICTED => return false,
+        _ => {}
+    }
+    // Inside MULTI/EXEC the transaction may change the ACL after this very command.
+    if in_transaction(ctx) {
+        return false;
+    }
+    let open = acl::user_names(ctx).is_some_and(|names| {
+        names.len() <= MAX_REMEMBERED
+            && names.iter().all(|n| {
+                let name = ctx.string(n);
+                User::find(ctx, name.as_ref())
+                    .and_then(|u| u.description())
+                    .is_some_and(|d| crate::access::grants_everything(d.bytes()))
+            })
+    });
+    ALL_OPEN.store(if open { OPEN } else { RESTRICTED }, Relaxed);
+    open
+}
+
+/// Whether every user grants everything: [`UNKNOWN`], [`OPEN`] or [`RESTRICTED`]. An atomic
+/// rather than a thread-local: it is read on every command, and a thread-local costs a call
+/// in a shared library. Only the main thread touches it.
+static ALL_OPEN: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const OPEN: u8 = 1;
+const RESTRICTED: u8 = 2;
+
+fn in_transaction(ctx: &Ctx) -> bool {
+    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_MULTI as u64 != 0
+}
+
 /// Looks the user up: open if it grants everything (remembered), checked otherwise.
 fn judge(ctx: &Ctx, name: Name) -> State {
     if VERDICTS.with(|v| v.borrow().is_open(name.bytes())) {
@@ -171,15 +233,19 @@ fn judge(ctx: &Ctx, name: Name) -> State {
     State::Checked(name, user)
 }
 
-/// Users known to grant everything, until the ACL may have changed.
+/// What is known of the ACL, until it may have changed (with [`ALL_OPEN`]).
 #[derive(Default)]
 struct Verdicts {
-    /// An ACL change was seen: from now on every `EXEC` may carry one.
-    acl_changed: bool,
+    /// Users known to grant everything.
     open: Vec<Vec<u8>>,
+    /// An ACL change was seen where the client could not be told apart (Redis 7.0), or too
+    /// many transactions queued one: every `EXEC` may run one.
+    every_exec: bool,
+    /// Clients that queued an ACL change in a transaction: their `EXEC` runs it.
+    queued: Vec<u64>,
 }
 
-/// Users remembered at most: a server has a handful; a flood of names only costs lookups.
+/// Users (and clients with a queued ACL change) remembered at most: a server has a handful.
 const MAX_REMEMBERED: usize = 64;
 
 impl Verdicts {
@@ -188,6 +254,7 @@ impl Verdicts {
     }
 
     fn forget(&mut self) {
+        ALL_OPEN.store(UNKNOWN, Relaxed);
         self.open.clear();
     }
 }
@@ -198,8 +265,7 @@ thread_local! {
 }
 
 fn remember(ctx: &Ctx, name: &[u8]) {
-    // Inside MULTI/EXEC the transaction may change the ACL after this very command.
-    if ctx.flags() & raw::REDISMODULE_CTX_FLAGS_MULTI as u64 != 0 {
+    if in_transaction(ctx) {
         return;
     }
     VERDICTS.with(|v| {
@@ -216,8 +282,9 @@ fn remember(ctx: &Ctx, name: &[u8]) {
 const ACL_READS: &[&[u8]] =
     &[b"whoami", b"list", b"users", b"getuser", b"cat", b"log", b"genpass", b"help", b"dryrun", b"save"];
 
-/// Called by the command filter for every command before it runs (or is queued by MULTI).
-pub fn on_command(name: &[u8], sub: Option<&[u8]>) {
+/// Called by the command filter for every command before it runs or is queued by MULTI.
+/// `client` gives the sending client's id and whether it is inside MULTI (`None`: unknown).
+pub fn on_command(name: &[u8], sub: Option<&[u8]>, client: impl FnOnce() -> Option<(u64, bool)>) {
     let acl_change =
         name.eq_ignore_ascii_case(b"acl") && sub.is_some_and(|s| !ACL_READS.iter().any(|r| s.eq_ignore_ascii_case(r)));
     let exec = name.eq_ignore_ascii_case(b"exec");
@@ -226,15 +293,37 @@ pub fn on_command(name: &[u8], sub: Option<&[u8]>) {
     }
     VERDICTS.with(|v| {
         let mut v = v.borrow_mut();
-        v.acl_changed |= acl_change;
-        if v.acl_changed {
+        if acl_change {
+            // Runs now, or at its transaction's EXEC: forget now, and then again.
             v.forget();
+            match client() {
+                Some((_, false)) => {}
+                Some((id, true)) if v.queued.len() < MAX_REMEMBERED => {
+                    if !v.queued.contains(&id) {
+                        v.queued.push(id);
+                    }
+                }
+                _ => v.every_exec = true,
+            }
+        } else if v.every_exec {
+            v.forget();
+        } else if !v.queued.is_empty() {
+            match client() {
+                Some((id, _)) => {
+                    if let Some(i) = v.queued.iter().position(|&q| q == id) {
+                        v.queued.swap_remove(i);
+                        v.forget();
+                    }
+                }
+                None => v.forget(),
+            }
         }
     });
 }
 
-/// Forgets every verdict (module load: the ACL may have changed while unloaded).
+/// Forgets everything (module load: the ACL may have changed while unloaded).
 pub fn forget_all() {
+    ALL_OPEN.store(UNKNOWN, Relaxed);
     VERDICTS.with(|v| *v.borrow_mut() = Verdicts::default());
 }
 
@@ -247,24 +336,45 @@ mod tests {
     }
 
     fn remembered(name: &[u8]) {
-        VERDICTS.with(|v| v.borrow_mut().open.push(name.to_vec()));
+        VERDICTS.with(|v| {
+            let mut v = v.borrow_mut();
+            v.open.push(name.to_vec());
+        });
+        ALL_OPEN.store(OPEN, Relaxed);
     }
 
+    // One test: `ALL_OPEN` is shared by every test thread.
     #[test]
-    fn an_acl_change_forgets_every_verdict_and_makes_exec_forget_them_too() {
+    fn an_acl_change_forgets_and_so_does_the_exec_that_may_run_a_queued_one() {
         forget_all();
         remembered(b"default");
-        on_command(b"ACL", Some(b"whoami"));
-        on_command(b"exec", None);
-        on_command(b"get", Some(b"k"));
+        on_command(b"ACL", Some(b"whoami"), || Some((1, false)));
+        on_command(b"exec", None, || Some((1, false)));
+        on_command(b"get", Some(b"k"), || Some((1, false)));
         assert!(open(b"default"), "no change seen yet");
-        on_command(b"acl", Some(b"SETUSER"));
+        on_command(b"acl", Some(b"SETUSER"), || Some((1, false)));
         assert!(!open(b"default"));
         remembered(b"default");
-        on_command(b"EXEC", None);
-        assert!(!open(b"default"), "EXEC may run a queued ACL SETUSER");
+        on_command(b"acl", Some(b"deluser"), || Some((7, true)));
         remembered(b"default");
-        on_command(b"acl", Some(b"some-future-subcommand"));
+        on_command(b"EXEC", None, || Some((8, false)));
+        assert!(open(b"default"), "another client's EXEC runs no ACL change");
+        on_command(b"EXEC", None, || Some((7, false)));
+        assert!(!open(b"default"), "client 7's EXEC runs its queued ACL DELUSER");
+        remembered(b"default");
+        on_command(b"EXEC", None, || Some((7, false)));
+        assert!(open(b"default"), "once");
+        on_command(b"acl", Some(b"some-future-subcommand"), || Some((1, false)));
         assert!(!open(b"default"));
+
+        // Without client ids (Redis 7.0) every EXEC after an ACL change forgets.
+        forget_all();
+        on_command(b"acl", Some(b"load"), || None);
+        for _ in 0..3 {
+            remembered(b"default");
+            on_command(b"exec", None, || None);
+            assert!(!open(b"default"));
+            assert_eq!(ALL_OPEN.load(Relaxed), UNKNOWN);
+        }
     }
 }

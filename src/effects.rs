@@ -59,14 +59,14 @@ pub struct RedisStore<'a> {
 impl<'a> RedisStore<'a> {
     /// A store for a command, checked against its caller's ACL, on the clock Redis uses for
     /// expiry during this command.
+    #[inline]
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        let mut s = Self::at(ctx, args, Ctx::cached_ms());
-        s.access = Access::caller();
-        s
+        RedisStore { ctx: *ctx, args, now: Ctx::cached_ms(), keys: Vec::with_capacity(2), access: Access::caller() }
     }
 
     /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
     /// [`RedisStore::for_waiter`] makes it act for a parked client.
+    #[inline]
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
         RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2), access: Access::module() }
     }

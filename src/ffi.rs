@@ -83,7 +83,12 @@ needed_apis!(
     RedisModule_ACLCheckChannelPermissions,
     RedisModule_ACLAddLogEntry,
     RedisModule_Call,
+    RedisModule_CallReplyType,
+    RedisModule_CallReplyLength,
+    RedisModule_CallReplyArrayElement,
+    RedisModule_CallReplyStringPtr,
     RedisModule_FreeCallReply,
+    RedisModule_GetClientInfoById,
     // The rest.
     RedisModule_OpenKey,
     RedisModule_CloseKey,

@@ -26,9 +26,12 @@ pub const AHEAD_MS: i64 = 3 * TICK_MS;
 
 const QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
 
+/// A waiter that gave up: (lock, owner, wait, the user it ran as).
+type Cancel = (LockId, Vec<u8>, i64, Who);
+
 thread_local! {
-    /// Waiters that gave up, to be cancelled: (lock, owner, wait, the user it ran as).
-    static CANCELS: RefCell<Vec<(LockId, Vec<u8>, i64, Who)>> = const { RefCell::new(Vec::new()) };
+    /// Waiters that gave up, to be cancelled.
+    static CANCELS: RefCell<Vec<Cancel>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The parked fair waiters of a lock, in arrival order: (owner, wait).

@@ -42,7 +42,9 @@ fn publish(name: &str) -> Need {
 }
 
 /// (what, setup, operation, every need it checks, in order)
-fn cases() -> Vec<(&'static str, fn(&mut MemoryStore), Op, Vec<Need>)> {
+type Case = (&'static str, fn(&mut MemoryStore), Op, Vec<Need>);
+
+fn cases() -> Vec<Case> {
     use KeyUse::*;
     let latch_key = || key("redisson_unlock_latch:{l}:r", ReadWrite);
     let fair_keys = || vec![key("redisson_lock_queue:{l}", ReadWrite), key("redisson_lock_timeout:{l}", ReadWrite)];

@@ -22,6 +22,10 @@ fn errno() -> i32 {
 
 /// The ACL user name of the client behind `ctx`, or `None` for a client without one (Redis
 /// checks nothing for it: it runs as the superuser).
+///
+/// A connection is found by its id. No context flag tells a module's `RM_Call` client (no
+/// user unless called with `C`) from a connection: with Redis 7.2's `K` flag it may even be
+/// allowed to block.
 pub fn current_user(ctx: &Ctx) -> Option<RStr> {
     // SAFETY: live context.
     let id = unsafe { api!(RedisModule_GetClientId)(ctx.0) };
@@ -34,7 +38,8 @@ pub fn current_user(ctx: &Ctx) -> Option<RStr> {
         return Some(RStr { ctx: ctx.0, ptr: name });
     }
     // ENOTSUP: a connection without a user (the primary's link). ENOENT: not a connection at
-    // all: a script's client (running as the script's caller) or a module's RM_Call client.
+    // all: a script's client (running as the script's caller), a module's RM_Call client, or
+    // the AOF loader's.
     if errno() != libc::ENOENT || ctx.flags() & SUPERUSER_CONTEXTS != 0 || !context_has_user(ctx) {
         return None;
     }
@@ -121,4 +126,52 @@ impl User {
         // the object's bytes.
         unsafe { api!(RedisModule_ACLAddLogEntry)(ctx.0, self.ptr, object.ptr, reason) };
     }
+}
+
+/// The names of every user (`ACL USERS`), or `None` if Redis would not say.
+pub fn user_names(ctx: &Ctx) -> Option<Vec<Vec<u8>>> {
+    // SAFETY: live context; "c" takes one NUL-terminated string; the reply, and the elements
+    // borrowed from it, are read before it is freed here.
+    unsafe {
+        let reply = api!(RedisModule_Call)(ctx.0, c"ACL".as_ptr(), c"c".as_ptr(), c"USERS".as_ptr());
+        if reply.is_null() {
+            return None;
+        }
+        let names = if api!(RedisModule_CallReplyType)(reply) == raw::REDISMODULE_REPLY_ARRAY as c_int {
+            let n = api!(RedisModule_CallReplyLength)(reply);
+            let mut names = Vec::with_capacity(n);
+            for i in 0..n {
+                let e = api!(RedisModule_CallReplyArrayElement)(reply, i);
+                let mut len = 0usize;
+                let p = if e.is_null() { std::ptr::null() } else { api!(RedisModule_CallReplyStringPtr)(e, &mut len) };
+                if !p.is_null() {
+                    names.push(std::slice::from_raw_parts(p as *const u8, len).to_vec());
+                }
+            }
+            Some(names)
+        } else {
+            None
+        };
+        api!(RedisModule_FreeCallReply)(reply);
+        names
+    }
+}
+
+/// The client a command filter runs for, and whether it is inside MULTI (so the command is
+/// only being queued); `None` on a server without the API (Redis 7.0).
+///
+/// # Safety
+/// `fctx` must be the live context of the command filter that is running.
+pub unsafe fn filter_client(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<(u64, bool)> {
+    // SAFETY: read-only access to pointers Redis wrote during RedisModule_Init.
+    let get_id = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
+    // SAFETY: `fctx` is the live filter context of the running filter.
+    let id = unsafe { get_id(fctx) };
+    // SAFETY: an all-zero client info is valid; Redis fills it for a versioned struct.
+    let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
+    info.version = u64::from(raw::REDISMODULE_CLIENTINFO_VERSION);
+    // SAFETY: `info` is a writable client-info struct of the version declared in it.
+    let found = unsafe { api!(RedisModule_GetClientInfoById)(&mut info as *mut _ as *mut std::ffi::c_void, id) } == OK;
+    // Not a connection (a module's RM_Call): the command runs now, it is not queued.
+    Some((id, found && info.flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0))
 }

@@ -69,7 +69,8 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         }
         let sub = if argc >= 2 { api!(RedisModule_CommandFilterArgGet)(fctx, 1) } else { std::ptr::null_mut() };
         let sub = (!sub.is_null()).then(|| str_bytes(sub));
-        crate::caller::on_command(name, sub);
+        // SAFETY: called, if at all, within this filter call.
+        crate::caller::on_command(name, sub, || unsafe { super::acl::filter_client(fctx) });
         if argc == 2
             && name.eq_ignore_ascii_case(b"config")
             && sub.is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat"))
