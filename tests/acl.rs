@@ -204,6 +204,29 @@ fn a_parked_client_whose_user_lost_the_key_gets_noperm_at_its_grant_and_nothing_
 }
 
 #[test]
+fn a_covered_tenant_parked_with_block_is_granted_as_any_client() {
+    let s = Server::start();
+    let mut admin = s.conn();
+    user(&mut admin, "p", COVERED);
+    ok(&mut admin, &["LOCK.ACQUIRE", "app:x", "holder", "30000"]);
+    ok(&mut admin, &["RWLOCK.WLOCK", "app:y", "holder", "30000"]);
+    ok(&mut admin, &["FAIRLOCK.ACQUIRE", "app:z", "holder", "30000", "5000"]);
+    let lock = park(&s, "p", &["LOCK.ACQUIRE", "app:x", "w", "30000", "BLOCK", "0", "TOKEN"]);
+    let read = park(&s, "p", &["RWLOCK.RLOCK", "app:y", "r", "30000", "BLOCK", "0"]);
+    let fair = park(&s, "p", &["FAIRLOCK.ACQUIRE", "app:z", "f", "30000", "5000", "BLOCK", "0"]);
+    wait_blocked(&mut admin, 3);
+    ok(&mut admin, &["LOCK.UNLOCK", "app:x", "holder", "30000"]);
+    ok(&mut admin, &["RWLOCK.UNLOCK", "app:y", "holder", "WRITE", "30000"]);
+    ok(&mut admin, &["FAIRLOCK.UNLOCK", "app:z", "holder", "30000"]);
+    assert_eq!(lock.join().expect("thread"), Ok(Value::Array(vec![Value::Int(-1), Value::Int(1)])));
+    assert_eq!(read.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(fair.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(hgetall(&mut admin, "app:x"), map(&[("w", "1")]));
+    assert_eq!(hgetall(&mut admin, "app:y"), map(&[("mode", "read"), ("r", "1")]));
+    assert_eq!(hgetall(&mut admin, "app:z"), map(&[("f", "1")]));
+}
+
+#[test]
 fn a_parked_fair_waiter_whose_user_lost_the_queue_gets_noperm() {
     let s = Server::start();
     let mut admin = s.conn();
