@@ -17,8 +17,8 @@
 //! change the ACL between two of our commands.
 
 use std::cell::RefCell;
-use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 
 use redis_module::raw;
 
@@ -182,8 +182,9 @@ fn all_open(ctx: &Ctx) -> bool {
         RESTRICTED => return false,
         _ => {}
     }
-    // Inside MULTI/EXEC the transaction may change the ACL after this very command.
-    if in_transaction(ctx) {
+    // Inside MULTI/EXEC the transaction may change the ACL after this very command; where
+    // the filter cannot see ACL changes, nothing may be known for longer than a command.
+    if in_transaction(ctx) || !TRACKED.load(Relaxed) {
         return false;
     }
     let open = acl::user_names(ctx).is_some_and(|names| {
@@ -209,6 +210,15 @@ const RESTRICTED: u8 = 2;
 
 fn in_transaction(ctx: &Ctx) -> bool {
     ctx.flags() & raw::REDISMODULE_CTX_FLAGS_MULTI as u64 != 0
+}
+
+/// False when `ACL` or `EXEC` is renamed (`rename-command`): the filter, which knows them by
+/// name, would miss ACL changes, so nothing is remembered.
+static TRACKED: AtomicBool = AtomicBool::new(true);
+
+/// Called at load: whether ACL changes can be seen by the command filter.
+pub fn set_tracked(tracked: bool) {
+    TRACKED.store(tracked, Relaxed);
 }
 
 /// Looks the user up: open if it grants everything (remembered), checked otherwise.
@@ -265,7 +275,7 @@ thread_local! {
 }
 
 fn remember(ctx: &Ctx, name: &[u8]) {
-    if in_transaction(ctx) {
+    if in_transaction(ctx) || !TRACKED.load(Relaxed) {
         return;
     }
     VERDICTS.with(|v| {

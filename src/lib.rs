@@ -63,6 +63,11 @@ mod module {
         install_panic_hook();
         // Verdicts on users from before an unload may be stale.
         crate::caller::forget_all();
+        let tracked = ffi::acl::acl_and_exec_named(&ffi::Ctx(ctx.ctx));
+        if !tracked {
+            ctx.log_notice("lockmod: ACL or EXEC is renamed: each command's caller is looked up and checked");
+        }
+        crate::caller::set_tracked(tracked);
         if !ffi::server::register(ctx) {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
             return Status::Err;

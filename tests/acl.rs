@@ -281,6 +281,20 @@ fn a_user_who_loses_a_channel_is_refused_at_once_even_after_succeeding() {
 }
 
 #[test]
+fn with_acl_renamed_a_change_through_the_new_name_is_seen_at_once() {
+    let s = Server::start_with(true, &["--rename-command", "ACL", "XACL"]);
+    let mut admin = s.conn();
+    ok(&mut admin, &["XACL", "SETUSER", "u", "on", "nopass", "~*", "&*", "+@all"]);
+    let mut u = conn_as(&s, "u");
+    ok(&mut u, &["LOCK.ACQUIRE", "app:x", "o", "30000"]);
+    ok(&mut u, &["LOCK.ACQUIRE", "app:x", "o", "30000"]);
+    assert_eq!(ok(&mut u, &["LOCK.UNLOCK", "app:x", "o", "30000"]), Value::Int(0));
+    ok(&mut admin, &["XACL", "SETUSER", "u", "resetchannels"]);
+    denied(&mut admin, &mut u, &["LOCK.UNLOCK", "app:x", "o", "30000"], channel("redisson_lock__channel:{app:x}"));
+    assert!(s.log().contains("ACL or EXEC is renamed"), "{}", s.log());
+}
+
+#[test]
 fn a_denied_key_or_channel_is_recorded_in_the_acl_log() {
     let s = Server::start();
     let mut admin = s.conn();

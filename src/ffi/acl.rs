@@ -175,3 +175,33 @@ pub unsafe fn filter_client(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Opti
     // Not a connection (a module's RM_Call): the command runs now, it is not queued.
     Some((id, found && info.flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0))
 }
+
+/// True if `ACL` and `EXEC` run under their own names: the command filter knows an ACL change
+/// by its name, so a server that renamed either (`rename-command`) must not be trusted to
+/// show them.
+pub fn acl_and_exec_named(ctx: &Ctx) -> bool {
+    // SAFETY: live context; "ccc" takes three NUL-terminated strings; the reply, and the
+    // elements borrowed from it, are read before it is freed here.
+    unsafe {
+        let reply = api!(RedisModule_Call)(
+            ctx.0,
+            c"COMMAND".as_ptr(),
+            c"ccc".as_ptr(),
+            c"INFO".as_ptr(),
+            c"acl".as_ptr(),
+            c"exec".as_ptr(),
+        );
+        if reply.is_null() {
+            return false;
+        }
+        let array = |r| api!(RedisModule_CallReplyType)(r) == raw::REDISMODULE_REPLY_ARRAY as c_int;
+        let named = array(reply)
+            && api!(RedisModule_CallReplyLength)(reply) == 2
+            && (0..2).all(|i| {
+                let e = api!(RedisModule_CallReplyArrayElement)(reply, i);
+                !e.is_null() && array(e)
+            });
+        api!(RedisModule_FreeCallReply)(reply);
+        named
+    }
+}
