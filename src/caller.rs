@@ -107,7 +107,14 @@ impl Access {
                 Some(name) => judge(ctx, Name::Server(name)),
             },
             State::Waiter(Who::Root) => State::Open(None),
-            State::Waiter(Who::User(name)) if all_open => State::Open(Some(Name::Kept(name))),
+            // Even when every user grants everything, a parked client's user may be gone.
+            State::Waiter(Who::User(name)) if all_open => {
+                let s = ctx.string(&name);
+                match User::find(ctx, s.as_ref()) {
+                    Some(_) => State::Open(Some(Name::Kept(name))),
+                    None => State::Gone(name),
+                }
+            }
             State::Waiter(Who::User(name)) => judge(ctx, Name::Kept(name)),
             resolved => resolved,
         };

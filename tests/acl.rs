@@ -242,9 +242,15 @@ fn a_parked_fair_waiter_whose_user_lost_the_queue_gets_noperm() {
 
 #[test]
 fn a_parked_client_whose_user_was_deleted_is_not_granted() {
+    for rules in [COVERED, &["~*", "&*", "+@all"]] {
+        parked_client_of_a_deleted_user_is_not_granted(rules);
+    }
+}
+
+fn parked_client_of_a_deleted_user_is_not_granted(rules: &[&str]) {
     let s = Server::start();
     let mut admin = s.conn();
-    user(&mut admin, "p", COVERED);
+    user(&mut admin, "p", rules);
     ok(&mut admin, &["LOCK.ACQUIRE", "app:x", "holder", "30000"]);
     let w = park(&s, "p", &["LOCK.ACQUIRE", "app:x", "w", "30000", "BLOCK", "0"]);
     wait_blocked(&mut admin, 1);
