@@ -63,18 +63,18 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
             return;
         }
         let name = str_bytes(cmd);
-        // Only `acl`, `exec` and `config` matter: one length test for every other command.
-        if !matches!(name.len(), 3 | 4 | 6) {
+        let (acl, exec) = (name.eq_ignore_ascii_case(b"acl"), name.eq_ignore_ascii_case(b"exec"));
+        let config = argc == 2 && name.eq_ignore_ascii_case(b"config");
+        if !(acl || exec || config) {
             return;
         }
         let sub = if argc >= 2 { api!(RedisModule_CommandFilterArgGet)(fctx, 1) } else { std::ptr::null_mut() };
         let sub = (!sub.is_null()).then(|| str_bytes(sub));
-        // SAFETY: called, if at all, within this filter call.
-        crate::caller::on_command(name, sub, || unsafe { super::acl::filter_client(fctx) });
-        if argc == 2
-            && name.eq_ignore_ascii_case(b"config")
-            && sub.is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat"))
-        {
+        if acl || exec {
+            // SAFETY: called, if at all, within this filter call.
+            crate::caller::on_command(name, sub, || unsafe { super::acl::filter_client(fctx) });
+        }
+        if config && sub.is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat")) {
             stats::reset();
         }
     }
