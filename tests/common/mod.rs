@@ -222,6 +222,11 @@ impl Server {
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// The server's process id (to stop it with SIGSTOP, as a lagging replica).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Server {
