@@ -17,6 +17,10 @@
 //!
 //! Fair-lock waiters keep their place in the lock's queue while parked (`fair_waiters`).
 //!
+//! Every write the module starts on its own (a timer, a BLOCK timeout) first asks
+//! [`paused::gate`]: while writes are paused it waits, in `pending` and the cancel list,
+//! until they resume (`paused`).
+//!
 //! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 
@@ -127,6 +131,7 @@ pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, b
 }
 
 mod fair_waiters;
+mod paused;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -138,6 +143,8 @@ pub enum TimerData {
     FairTick,
     /// Take fair waiters that gave up out of their queues.
     FairCancels,
+    /// Writes were paused: run what waited, if they may run now (`paused`).
+    Resume,
 }
 
 /// A lock: its database and key.
@@ -174,7 +181,8 @@ fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
 /// Parks the client until `req` is granted on `key`, for up to `block_ms` (0 = no limit).
 /// Returns `refused` unchanged where the client cannot block (MULTI, scripts).
 pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) -> Result<Reply> {
-    if !ctx.can_block() {
+    // On a (writable) replica nothing may be granted from outside a command: never parked.
+    if !ctx.can_block() || ctx.is_replica() {
         return Ok(refused);
     }
     if !crate::ffi::events::watch_collections(ctx) {
@@ -225,6 +233,14 @@ pub fn serve_now(ctx: &Ctx) {
         mine
     })
     .unwrap_or_default();
+    if ready.is_empty() {
+        return;
+    }
+    // Inside a command writes are allowed, but for a `CLIENT PAUSE` run in the same MULTI.
+    if paused::gate(ctx) != paused::Gate::Open {
+        with(|r| r.pending.extend(ready));
+        return;
+    }
     for id in ready {
         serve(ctx, &id);
     }
@@ -346,20 +362,53 @@ fn schedule(ctx: &Ctx, id: LockId) {
 }
 
 pub fn on_timer(ctx: &Ctx, data: TimerData) {
-    let due: Vec<LockId> = match data {
-        TimerData::Pending => with(|r| {
-            r.pending_timer = None;
-            std::mem::take(&mut r.pending)
-        })
-        .unwrap_or_default(),
-        TimerData::Expiry { db, key } => {
-            let id = (db, key);
-            with(|r| r.expiry_timers.remove(&id));
-            vec![id]
+    // The timer fired: forget it. A lock whose lease ended joins `pending`, where it waits if
+    // the module may not write now.
+    match &data {
+        TimerData::Pending => {
+            with(|r| r.pending_timer = None);
         }
-        TimerData::FairTick => return fair_waiters::tick(ctx),
-        TimerData::FairCancels => return fair_waiters::run_cancels(ctx),
-    };
+        TimerData::Expiry { db, key } => {
+            with(|r| {
+                let id = (*db, key.clone());
+                r.expiry_timers.remove(&id);
+                if !r.pending.contains(&id) {
+                    r.pending.push(id);
+                }
+            });
+        }
+        TimerData::FairTick => {
+            with(|r| r.fair_tick = None);
+        }
+        TimerData::FairCancels => {}
+        TimerData::Resume => paused::polled(),
+    }
+    match paused::gate(ctx) {
+        paused::Gate::Open => {}
+        paused::Gate::Later => return,
+        paused::Gate::Never => {
+            with(|r| r.pending.clear());
+            fair_waiters::forget_cancels();
+            return;
+        }
+    }
+    match data {
+        TimerData::Pending | TimerData::Expiry { .. } => serve_pending(ctx),
+        TimerData::FairTick => fair_waiters::tick(ctx),
+        TimerData::FairCancels => fair_waiters::run_cancels(ctx),
+        // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
+        // and serving its lock would purge it.
+        TimerData::Resume => {
+            fair_waiters::tick_now(ctx);
+            fair_waiters::run_cancels(ctx);
+            serve_pending(ctx);
+        }
+    }
+}
+
+/// Serves every lock in `pending`.
+fn serve_pending(ctx: &Ctx) {
+    let due: Vec<LockId> = with(|r| std::mem::take(&mut r.pending)).unwrap_or_default();
     for id in due {
         if ctx.select_db(id.0) {
             serve(ctx, &id);
@@ -406,19 +455,23 @@ fn take_waiter(matches: impl Fn(&Waiter) -> bool) -> Option<(LockId, Waiter)> {
 }
 
 /// A parked client's time ran out: reply what the non-blocking command replies now (which
-/// may be a grant, if the lock came free this very moment).
+/// may be a grant, if the lock came free this very moment). While the module may not write,
+/// the refusal computed by reads alone (`paused::refusal`).
 pub fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
     let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
     stats::TIMEOUTS.inc();
-    let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let (reply, granted) = match attempt(&mut store, &id.1, &w.req) {
-        Ok(Attempt::Granted(r)) => (r, true),
-        Ok(Attempt::Refused(r)) => (r, false),
-        Err(e) => (Reply::Error(e.to_string()), false),
+    let (reply, granted) = if paused::gate(ctx) == paused::Gate::Open {
+        let args = Args::empty();
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+        match attempt(&mut store, &id.1, &w.req) {
+            Ok(Attempt::Granted(r)) => (r, true),
+            Ok(Attempt::Refused(r)) => (r, false),
+            Err(e) => (Reply::Error(e.to_string()), false),
+        }
+    } else {
+        (paused::refusal(ctx, &id.1, &w.req), false)
     };
-    drop(store);
     if !granted {
         fair_waiters::gave_up(ctx, &id, &w.req);
     }

@@ -44,6 +44,7 @@ macro_rules! api {
 pub mod config;
 pub mod events;
 pub mod metadata;
+pub mod pause;
 pub mod server;
 
 #[cold]
@@ -135,6 +136,7 @@ needed_apis!(
     RedisModule_SubscribeToKeyspaceEvents,
     RedisModule_SubscribeToServerEvent,
     RedisModule_UnblockClient,
+    RedisModule_AvoidReplicaTraffic,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -136,9 +136,11 @@ fn lease_ends_during_a_pause(kind: Kind, mode: &str, end: End, with: With) {
     let waiter = spawn_call(&s, &kind.wait());
     wait_blocked(&mut c, 1);
     let keys_before = dbsize(&mut c);
+    // Connected before the pause: under ALL, even a new connection's handshake waits.
+    let mut pc = s.conn();
     let paused_at = pause(&mut c, mode);
     // A PING sent now is answered once the server may serve it (at the pause's end for ALL).
-    let pinged = spawn_call(&s, &["PING"]);
+    let pinged = thread::spawn(move || call(&mut pc, &["PING"]));
     sleep_until(paused_at + CHECK_AT);
     assert!(s.alive(), "the server survived the lease's end");
     assert!(!waiter.is_finished(), "the waiter is not answered while writes are paused");

@@ -10,6 +10,8 @@
 //!
 //! A parked waiter that gives up (timeout, disconnect, `CLIENT UNBLOCK`) leaves the queue as
 //! `FAIRLOCK.CANCEL` does, from a 0 ms timer: a disconnect callback is no place to write.
+//! While writes are paused the tick and the cancels wait (`super::paused`); when they resume,
+//! the keep-alive runs first.
 
 use std::cell::RefCell;
 
@@ -67,9 +69,6 @@ pub fn parked(ctx: &Ctx, id: &LockId) {
 
 /// The tick: keeps every parked fair waiter's place and serves its lock.
 pub fn tick(ctx: &Ctx) {
-    if on_replica(ctx) {
-        return;
-    }
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
         let has_fair =
@@ -86,6 +85,15 @@ pub fn tick(ctx: &Ctx) {
     if !ids.is_empty() {
         arm_tick(ctx);
     }
+}
+
+/// Writes resumed after a pause: the tick now, not when its timer fires (a deadline may have
+/// passed meanwhile), and the timer re-armed from now.
+pub fn tick_now(ctx: &Ctx) {
+    if let Some(t) = with(|r| r.fair_tick.take()).flatten() {
+        ctx.stop_timer(t);
+    }
+    tick(ctx);
 }
 
 /// A parked waiter left without the lock: if it was a fair waiter, cancel its queue place.
@@ -105,11 +113,6 @@ pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
 /// waiter behind may now be first in line).
 pub fn run_cancels(ctx: &Ctx) {
     let cancels = CANCELS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    // Demoted since the waiter gave up (Redis unblocks parked clients on a role change): a write
-    // here would make this replica diverge; the new primary's queue purge removes the place.
-    if on_replica(ctx) {
-        return;
-    }
     for (id, owner, wait) in cancels {
         if !ctx.select_db(id.0) {
             continue;
@@ -121,6 +124,13 @@ pub fn run_cancels(ctx: &Ctx) {
         drop(store);
         serve(ctx, &id);
     }
+}
+
+/// Drops the pending cancels: the server was demoted since the waiters gave up (Redis unblocks
+/// parked clients on a role change). A write here would make this replica diverge; the new
+/// primary's queue purge removes their places.
+pub fn forget_cancels() {
+    CANCELS.with(|c| c.borrow_mut().clear());
 }
 
 /// The owner first in line in the fair lock's queue, as the keyspace has it now.
@@ -138,11 +148,6 @@ pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
     let inner =
         rest.strip_prefix(b"{").and_then(|r| r.strip_suffix(b"}")).filter(|n| !n.contains(&b'{')).map(<[u8]>::to_vec);
     [tagged, inner]
-}
-
-/// True when this server is a replica, where the module must not write.
-fn on_replica(ctx: &Ctx) -> bool {
-    ctx.flags() & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE as u64 != 0
 }
 
 #[cfg(test)]
