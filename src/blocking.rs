@@ -132,6 +132,9 @@ pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, b
 
 mod fair_waiters;
 mod paused;
+mod timers;
+
+pub use timers::on_timer;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -358,61 +361,6 @@ fn schedule(ctx: &Ctx, id: LockId) {
     if need_timer {
         let t = ctx.create_timer(0, TimerData::Pending);
         with(|r| r.pending_timer = Some(t));
-    }
-}
-
-pub fn on_timer(ctx: &Ctx, data: TimerData) {
-    // The timer fired: forget it. A lock whose lease ended joins `pending`, where it waits if
-    // the module may not write now.
-    match &data {
-        TimerData::Pending => {
-            with(|r| r.pending_timer = None);
-        }
-        TimerData::Expiry { db, key } => {
-            with(|r| {
-                let id = (*db, key.clone());
-                r.expiry_timers.remove(&id);
-                if !r.pending.contains(&id) {
-                    r.pending.push(id);
-                }
-            });
-        }
-        TimerData::FairTick => {
-            with(|r| r.fair_tick = None);
-        }
-        TimerData::FairCancels => {}
-        TimerData::Resume => paused::polled(),
-    }
-    match paused::gate(ctx) {
-        paused::Gate::Open => {}
-        paused::Gate::Later => return,
-        paused::Gate::Never => {
-            with(|r| r.pending.clear());
-            fair_waiters::forget_cancels();
-            return;
-        }
-    }
-    match data {
-        TimerData::Pending | TimerData::Expiry { .. } => serve_pending(ctx),
-        TimerData::FairTick => fair_waiters::tick(ctx),
-        TimerData::FairCancels => fair_waiters::run_cancels(ctx),
-        // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
-        // and serving its lock would purge it.
-        TimerData::Resume => {
-            fair_waiters::tick_now(ctx);
-            fair_waiters::run_cancels(ctx);
-            serve_pending(ctx);
-        }
-    }
-}
-
-/// Serves every lock in `pending`.
-fn serve_pending(ctx: &Ctx) {
-    let due: Vec<LockId> = with(|r| std::mem::take(&mut r.pending)).unwrap_or_default();
-    for id in due {
-        if ctx.select_db(id.0) {
-            serve(ctx, &id);
-        }
     }
 }
 
