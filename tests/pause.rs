@@ -19,8 +19,9 @@ use common::*;
 const K: &str = "doc";
 const Q: &str = "redisson_lock_queue:{doc}";
 const Z: &str = "redisson_lock_timeout:{doc}";
-/// The holder's lease (ms), taken just before the pause.
-const LEASE: &str = "600";
+/// The holder's lease (ms), taken just before the pause: it ends inside the pause, before
+/// [`CHECK_AT`], and leaves the setup up to a second however loaded the machine.
+const LEASE: &str = "1000";
 /// How long each pause lasts.
 const PAUSE: Duration = Duration::from_millis(3000);
 /// When, after the pause starts, the state inside it is checked.
@@ -132,13 +133,14 @@ fn lease_ends_during_a_pause(kind: Kind, mode: &str, end: End, with: With) {
     let mut s = Server::start_with(true, if with == With::Aof { &["--appendonly", "yes"] } else { &[] });
     let replica = (with == With::Replica).then(|| s.replica());
     let mut c = s.conn();
+    // Connected before the pause: under ALL, even a new connection's handshake waits.
+    let mut pc = s.conn();
     ok(&mut c, &kind.hold());
     let waiter = spawn_call(&s, &kind.wait());
     wait_blocked(&mut c, 1);
     let keys_before = dbsize(&mut c);
-    // Connected before the pause: under ALL, even a new connection's handshake waits.
-    let mut pc = s.conn();
     let paused_at = pause(&mut c, mode);
+    assert!(!waiter.is_finished(), "the setup outlasted the lease");
     // A PING sent now is answered once the server may serve it (at the pause's end for ALL).
     let pinged = thread::spawn(move || call(&mut pc, &["PING"]));
     sleep_until(paused_at + CHECK_AT);
@@ -265,14 +267,15 @@ fn a_waiter_whose_block_timeout_falls_in_a_pause_gets_the_refusal_and_nothing_is
     let mut c = s.conn();
     // A lease that ends in the pause: the lock reads as free but cannot be taken: refused, 0.
     ok(&mut c, &["LOCK.ACQUIRE", K, "holder", LEASE]);
-    let lock_waiter = spawn_call(&s, &["LOCK.ACQUIRE", K, "w", "30000", "BLOCK", "1000"]);
+    let lock_waiter = spawn_call(&s, &["LOCK.ACQUIRE", K, "w", "30000", "BLOCK", "1300"]);
     // A fair lock still held: its waiter gets the lock's PTTL, and leaves the queue only
     // once writes resume.
     ok(&mut c, &["FAIRLOCK.ACQUIRE", "fair", "holder", "60000", "60000"]);
-    let fair_waiter = spawn_call(&s, &["FAIRLOCK.ACQUIRE", "fair", "w", "30000", "60000", "BLOCK", "500"]);
+    let fair_waiter = spawn_call(&s, &["FAIRLOCK.ACQUIRE", "fair", "w", "30000", "60000", "BLOCK", "1000"]);
     wait_blocked(&mut c, 2);
     let keys_before = dbsize(&mut c);
     let paused_at = pause(&mut c, "WRITE");
+    assert!(!lock_waiter.is_finished() && !fair_waiter.is_finished(), "the setup outlasted the timeouts");
     sleep_until(paused_at + CHECK_AT);
     assert!(s.alive());
     assert!(lock_waiter.is_finished() && fair_waiter.is_finished(), "both timed out in the pause");
