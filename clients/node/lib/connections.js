@@ -1,0 +1,142 @@
+'use strict';
+// The connections a LockClient owns. Every lock command goes over a duplicate of the caller's
+// ioredis client (standalone or Cluster) whose options guarantee ioredis never sends a command
+// twice: a resent LOCK.ACQUIRE can grant a second hold nobody knows about, a resent unlock can
+// release one too many. Waits (`BLOCK`) get connections of their own, from a small pool, so a
+// parked request never delays another command and a client-side timeout can drop exactly the
+// connection it concerns.
+
+const { Command } = require('ioredis');
+
+// Options of every connection of ours. Whatever the caller's client does, ours: never retries
+// a command after a reconnect (maxRetriesPerRequest 0 rejects it at once, and nothing is
+// resent), applies no key prefix of its own (LockClient applies the caller's prefix to lock
+// names itself, the same for the module's commands and the plain ones), replies numbers.
+const SAFE = {
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  keyPrefix: '',
+  stringNumbers: false,
+  readOnly: false,
+  // ioredis 6's client-side answer (nil) to a blocking command it knows; never ours.
+  blockingTimeout: undefined,
+};
+
+// A connection that waits in the server: no timer may cut the wait short (the server's own
+// BLOCK timeout ends it; the library arms a longer per-command timer of its own).
+const WAITING = { commandTimeout: undefined, socketTimeout: undefined };
+
+function isCluster(redis) {
+  return redis != null && redis.isCluster === true;
+}
+
+/** The caller's key prefix (applied to lock names by the library). */
+function keyPrefixOf(redis) {
+  const o = redis.options || {};
+  const p = isCluster(redis) ? o.keyPrefix || (o.redisOptions || {}).keyPrefix : o.keyPrefix;
+  return typeof p === 'string' ? p : '';
+}
+
+/** A duplicate of `redis` with SAFE options plus `extra`. */
+function duplicate(redis, extra) {
+  if (isCluster(redis)) {
+    const o = redis.options || {};
+    return redis.duplicate([], {
+      keyPrefix: '',
+      // A command whose connection closed may have run: the cluster client must not send it
+      // again to another node (MOVED, ASK and TRYAGAIN say it did not run: those stay).
+      retryDelayOnFailover: 0,
+      redisOptions: { ...(o.redisOptions || {}), ...SAFE, ...extra },
+    });
+  }
+  return redis.duplicate({ ...SAFE, ...extra });
+}
+
+/**
+ * Sends `name key ...args` on `conn`. The module's commands are unknown to ioredis, so the key
+ * is named explicitly: a Cluster client routes the command by its slot instead of to a random
+ * node. `timeoutMs` arms ioredis' per-command timer.
+ */
+function send(conn, name, key, args, timeoutMs) {
+  const cmd = new Command(name, [key, ...args], { replyEncoding: 'utf8' });
+  cmd.keys = [key];
+  if (timeoutMs != null) cmd.setTimeout(timeoutMs);
+  return conn.sendCommand(cmd);
+}
+
+/** Pooled connections for `BLOCK` waits: one per concurrent wait, a few kept idle. */
+class WaitPool {
+  constructor(source, maxIdle) {
+    this.source = source;
+    this.maxIdle = maxIdle;
+    this.idle = [];
+    this.busy = new Set();
+    this.closed = false;
+  }
+
+  /** A connection ready for one wait. Rejects only before anything is sent. */
+  async take() {
+    if (this.closed) throw new Error('LockClient is closed');
+    let conn = this.idle.pop();
+    while (conn && conn.status !== 'ready') {
+      conn.disconnect();
+      conn = this.idle.pop();
+    }
+    if (!conn) conn = await this.open();
+    this.busy.add(conn);
+    return conn;
+  }
+
+  async open() {
+    const conn = duplicate(this.source, WAITING);
+    conn.on('error', () => {}); // reported through the rejected command instead
+    try {
+      // Standalone: its client id lets a lost wait be ended server-side (CLIENT KILL ID)
+      // before the library asks what was granted. A Cluster's node is only known per command.
+      conn.lockmodId = isCluster(conn) ? null : await conn.client('ID');
+      if (isCluster(conn)) await waitReady(conn);
+    } catch (err) {
+      conn.disconnect();
+      throw err;
+    }
+    return conn;
+  }
+
+  /** Back to the pool after a wait that ended with a reply. */
+  give(conn) {
+    this.busy.delete(conn);
+    if (!this.closed && this.idle.length < this.maxIdle && conn.status === 'ready') this.idle.push(conn);
+    else conn.disconnect();
+  }
+
+  /** Closes a connection whose wait ended without a reply: it is never reused. */
+  drop(conn) {
+    this.busy.delete(conn);
+    conn.disconnect();
+  }
+
+  close() {
+    this.closed = true;
+    for (const c of [...this.idle, ...this.busy]) c.disconnect();
+    this.idle = [];
+    this.busy.clear();
+  }
+}
+
+function waitReady(conn) {
+  if (conn.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onReady = () => {
+      conn.off('end', onEnd);
+      resolve();
+    };
+    const onEnd = () => {
+      conn.off('ready', onReady);
+      reject(new Error('connection closed before it was ready'));
+    };
+    conn.once('ready', onReady);
+    conn.once('end', onEnd);
+  });
+}
+
+module.exports = { SAFE, isCluster, keyPrefixOf, duplicate, send, WaitPool, waitReady };
