@@ -6,8 +6,6 @@
 // parked request never delays another command and a client-side timeout can drop exactly the
 // connection it concerns.
 
-const { Command } = require('ioredis');
-
 // Options of every connection of ours. Whatever the caller's client does, ours: never retries
 // a command after a reconnect (maxRetriesPerRequest 0 rejects it at once, and nothing is
 // resent), applies no key prefix of its own (LockClient applies the caller's prefix to lock
@@ -20,6 +18,7 @@ const SAFE = {
   readOnly: false,
   // ioredis 6's client-side answer (nil) to a blocking command it knows; never ours.
   blockingTimeout: undefined,
+  enableAutoPipelining: false,
 };
 
 // A connection that waits in the server: no timer may cut the wait short (the server's own
@@ -53,11 +52,36 @@ function duplicate(redis, extra) {
 }
 
 /**
+ * The ioredis Command class of `conn`'s own ioredis copy. The library does not require
+ * ioredis itself (a linked install, `npm install ./clients/node`, could not resolve it from
+ * the package's directory): it lets `conn.call` build a command and keeps its class, without
+ * sending anything.
+ */
+function commandClass(conn) {
+  if (!conn.lockmodCommand) {
+    let cls = null;
+    const probe = Object.create(conn, {
+      sendCommand: {
+        value(cmd) {
+          cls = cmd.constructor;
+          return Promise.resolve(null);
+        },
+      },
+    });
+    conn.call.call(probe, 'PING');
+    if (typeof cls !== 'function') throw new Error('unsupported ioredis version: no Command class');
+    conn.lockmodCommand = cls;
+  }
+  return conn.lockmodCommand;
+}
+
+/**
  * Sends `name key ...args` on `conn`. The module's commands are unknown to ioredis, so the key
  * is named explicitly: a Cluster client routes the command by its slot instead of to a random
  * node. `timeoutMs` arms ioredis' per-command timer.
  */
 function send(conn, name, key, args, timeoutMs) {
+  const Command = commandClass(conn);
   const cmd = new Command(name, [key, ...args], { replyEncoding: 'utf8' });
   cmd.keys = [key];
   if (timeoutMs != null) cmd.setTimeout(timeoutMs);
@@ -123,17 +147,21 @@ class WaitPool {
   }
 }
 
+/** Resolves once a fresh Cluster connection is ready (bounded by its connectTimeout). */
 function waitReady(conn) {
   if (conn.status === 'ready') return Promise.resolve();
+  const ms = (conn.options.redisOptions || {}).connectTimeout || 10000;
   return new Promise((resolve, reject) => {
-    const onReady = () => {
-      conn.off('end', onEnd);
-      resolve();
-    };
-    const onEnd = () => {
+    const done = (err) => {
+      clearTimeout(timer);
       conn.off('ready', onReady);
-      reject(new Error('connection closed before it was ready'));
+      conn.off('end', onEnd);
+      if (err) reject(err);
+      else resolve();
     };
+    const onReady = () => done();
+    const onEnd = () => done(new Error('connection closed before it was ready'));
+    const timer = setTimeout(() => done(new Error(`cluster not ready within ${ms} ms`)), ms);
     conn.once('ready', onReady);
     conn.once('end', onEnd);
   });

@@ -8,6 +8,10 @@ class LockError extends Error {
     super(message, options);
     this.name = this.constructor.name;
   }
+
+  get code() {
+    return 'ELOCK';
+  }
 }
 
 /** `release()` of a lock this owner does not hold (Redisson's IllegalMonitorStateException). */
