@@ -1,12 +1,20 @@
 'use strict';
 // redis-lockmod for Node: Redisson's locks on the redis-lockmod module, over ioredis.
-// docs/clients.md in the repository is the guide; index.d.ts the reference.
+// docs/clients.md in the repository is the guide; index.d.ts the reference. Every export is
+// a plain name in the object below, so that ESM `import { ... }` finds them (cjs-module-lexer).
 
 const { LockClient } = require('./lib/client');
 const { Lock, FairLock, ReadWriteLock, ReadLock, WriteLock } = require('./lib/locks');
 const { using } = require('./lib/using');
-const errors = require('./lib/errors');
-const names = require('./lib/names');
+const {
+  LockError,
+  LockNotHeldError,
+  LockLostError,
+  LockTimeoutError,
+  LockStateUnknownError,
+} = require('./lib/errors');
+const { tokenKey } = require('./lib/names');
+const { version } = require('./package.json');
 
 module.exports = {
   LockClient,
@@ -16,11 +24,11 @@ module.exports = {
   ReadLock,
   WriteLock,
   using,
-  LockError: errors.LockError,
-  LockNotHeldError: errors.LockNotHeldError,
-  LockLostError: errors.LockLostError,
-  LockTimeoutError: errors.LockTimeoutError,
-  LockStateUnknownError: errors.LockStateUnknownError,
-  tokenKey: names.tokenKey,
-  version: require('./package.json').version,
+  LockError,
+  LockNotHeldError,
+  LockLostError,
+  LockTimeoutError,
+  LockStateUnknownError,
+  tokenKey,
+  version,
 };

@@ -35,6 +35,7 @@ class LockClient {
     this.conn.on('error', () => {}); // failures reach the caller through rejected commands
     this.waits = new WaitPool(redis, options.maxIdleWaitConnections ?? 8);
     this.threads = 0;
+    this.closed = false;
   }
 
   /** A reentrant lock (Redisson's RLock); `fenced: true` adds fencing tokens. */
@@ -116,7 +117,7 @@ class LockClient {
         return await fn();
       } catch (err) {
         if (isReplyError(err)) throw err;
-        if (Date.now() - start >= this.resolveTimeout) {
+        if (this.closed || Date.now() - start >= this.resolveTimeout) {
           throw new LockStateUnknownError(`${what}: no reply within ${this.resolveTimeout} ms`, { cause: err });
         }
         await sleep(delay);
@@ -127,6 +128,7 @@ class LockClient {
 
   /** Closes every connection of this client (the caller's own client is left alone). */
   async quit() {
+    this.closed = true;
     this.waits.close();
     try {
       await this.conn.quit();
@@ -137,6 +139,7 @@ class LockClient {
 
   /** Closes every connection at once, replies pending or not. */
   disconnect() {
+    this.closed = true;
     this.waits.close();
     this.conn.disconnect();
   }

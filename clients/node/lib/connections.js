@@ -42,6 +42,7 @@ function duplicate(redis, extra) {
     const o = redis.options || {};
     return redis.duplicate([], {
       keyPrefix: '',
+      enableAutoPipelining: false,
       // A command whose connection closed may have run: the cluster client must not send it
       // again to another node (MOVED, ASK and TRYAGAIN say it did not run: those stay).
       retryDelayOnFailover: 0,

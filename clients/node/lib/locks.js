@@ -107,7 +107,10 @@ class LockView {
    */
   async release() {
     const { client, holder } = this;
+    // A hold lost while held is released by the loss itself. Nothing is sent: the unlock
+    // would take a hold of a later grant instead (or find nothing).
     const lostErr = holder.takeLost(this.side);
+    if (lostErr) throw lostErr;
     const args = [this.owner, ...this.unlockSide(), holder.lease, 'LATCH', randomUUID(), client.latchMs];
     const sentAt = now();
     let reply;
@@ -116,14 +119,12 @@ class LockView {
         client.call(this.spec.unlock, this.key, args),
       );
     } catch (err) {
-      if (lostErr) throw lostErr;
       if (err instanceof LockStateUnknownError) {
         // Whatever happened, stop renewing this hold: if it is still there, its lease frees it.
         holder.released(this.side, Math.max(holder.count(this.side) - 1, 0));
       }
       throw err;
     }
-    if (lostErr) throw lostErr;
     const local = holder.count(this.side);
     if (reply === null) {
       if (local > 0) {

@@ -16,19 +16,4 @@ function tokenKey(name) {
   return prefixName('redisson_lock_token', name);
 }
 
-/** The fair lock's waiting line (a list of owners). */
-function fairQueueKey(name) {
-  return prefixName('redisson_lock_queue', name);
-}
-
-/** The fair lock's waiter deadlines (a zset). */
-function fairTimeoutKey(name) {
-  return prefixName('redisson_lock_timeout', name);
-}
-
-/** The channel a reentrant lock's release is published on. */
-function lockChannel(name) {
-  return prefixName('redisson_lock__channel', name);
-}
-
-module.exports = { tokenKey, fairQueueKey, fairTimeoutKey, lockChannel };
+module.exports = { tokenKey };

@@ -95,6 +95,20 @@ for (const kind of ['lock', 'fair', 'write']) {
   });
 }
 
+test('releasing a hold lost before a new grant rejects and leaves the new hold alone', async () => {
+  const lock = client.lock('lost:again');
+  await lock.acquire();
+  const old = lock.signal;
+  await r.call('LOCK.FORCEUNLOCK', 'lost:again');
+  await aborted(old);
+  assert.equal(await lock.acquire(), true); // a new holding period
+  await assert.rejects(lock.release(), LockLostError); // the hold of the old one
+  assert.deepEqual(await r.hgetall('lost:again'), { [lock.owner]: '1' });
+  await lock.release();
+  assert.equal(await r.exists('lost:again'), 0);
+  await assert.rejects(lock.release(), { code: 'ELOCKNOTHELD' });
+});
+
 test('using() hands the callback a signal that aborts when the lock is lost, and rejects', async () => {
   const lock = client.lock('lost:using');
   await assert.rejects(
