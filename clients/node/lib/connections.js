@@ -118,7 +118,8 @@ class WaitPool {
     try {
       // Standalone: its client id lets a lost wait be ended server-side (CLIENT KILL ID)
       // before the library asks what was granted. A Cluster's node is only known per command.
-      conn.lockmodId = isCluster(conn) ? null : await conn.client('ID');
+      // An ACL without CLIENT ID only loses that: the disconnect still ends a lost wait.
+      conn.lockmodId = isCluster(conn) ? null : await conn.client('ID').catch(noIdOnReplyError);
       if (isCluster(conn)) await waitReady(conn);
     } catch (err) {
       conn.disconnect();
@@ -146,6 +147,11 @@ class WaitPool {
     this.idle = [];
     this.busy.clear();
   }
+}
+
+function noIdOnReplyError(err) {
+  if (err != null && err.name === 'ReplyError') return null;
+  throw err;
 }
 
 /** Resolves once a fresh Cluster connection is ready (bounded by its connectTimeout). */

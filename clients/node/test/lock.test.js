@@ -137,6 +137,27 @@ test('the caller client key prefix applies to lock names, for the module and pla
   }
 });
 
+test('an ACL user without CLIENT ID and CLIENT KILL can still wait for a lock', async () => {
+  await r.call('ACL', 'SETUSER', 'app', 'on', '>pw', '~*', '&*', '+@all', '-client|id', '-client|kill');
+  const app = new Redis({ port: server.port, host: '127.0.0.1', username: 'app', password: 'pw' });
+  const c = new LockClient(app);
+  try {
+    await assert.rejects(app.client('ID'), /NOPERM/);
+    const holder = c.lock('acl');
+    const waiter = c.lock('acl');
+    await holder.acquire();
+    const waiting = waiter.acquire({ timeout: 30000 });
+    await until(async () => (await parked(r)) === 1, 'the waiter parked');
+    await holder.release();
+    assert.equal(await waiting, true);
+    assert.deepEqual(await r.hgetall('acl'), { [waiter.owner]: '1' });
+    await waiter.release();
+  } finally {
+    await c.quit();
+    app.disconnect();
+  }
+});
+
 test('fencing tokens grow with every grant, shared by every kind of lock on one name', async () => {
   const name = 'fenced';
   const seen = [];
