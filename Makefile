@@ -39,6 +39,24 @@ test: build ## Unit tests, then the integration tests once per server (SERVER=re
 	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
 	  SERVER=$$s $(CARGO) test --tests; \
 	done
+	$(MAKE) --no-print-directory test-node
+
+# The Node library (clients/node): npm ci (versions pinned in package-lock.json), then node's
+# test runner against the debug module ($$LOCKMOD_MODULE wins), once per server as above.
+.PHONY: test-node
+test-node: build ## The Node library's tests (clients/node) once per server (SERVER=redis|valkey|all)
+	@command -v npm >/dev/null || { echo "*** npm is NOT installed: the Node library tests did NOT run (scripts/install-deps.sh) ***" >&2; exit 1; }
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	for s in $$servers; do \
+	  bin=$$(bash scripts/server-bin.sh $$s); \
+	  if [ -z "$$bin" ]; then \
+	    if [ "$(SERVER)" = all ]; then echo "*** $$s is NOT installed: its Node tests did NOT run (scripts/install-deps.sh) ***" >&2; continue; fi; \
+	    echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; \
+	  fi; \
+	  echo "=== Node library tests on $$s: $$bin"; \
+	  (cd clients/node && SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} node --test test/*.test.js); \
+	done
 
 test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
 	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \

@@ -28,7 +28,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
 use crate::core::reentrant::{self, Acquired};
-use crate::core::{fair, rwlock};
+use crate::core::{fair, fencing, rwlock};
 use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::events::{BlockedClient, TimerId};
@@ -42,10 +42,10 @@ pub enum Request {
     Lock { owner: Vec<u8>, lease: i64, token: bool },
     /// `RWLOCK.RLOCK`.
     Read { owner: Vec<u8>, lease: i64 },
-    /// `RWLOCK.WLOCK`.
-    Write { owner: Vec<u8>, lease: i64 },
-    /// `FAIRLOCK.ACQUIRE`.
-    Fair { owner: Vec<u8>, lease: i64, wait: i64, noqueue: bool },
+    /// `RWLOCK.WLOCK`, fenced with `TOKEN`.
+    Write { owner: Vec<u8>, lease: i64, token: bool },
+    /// `FAIRLOCK.ACQUIRE`, fenced with `TOKEN`.
+    Fair { owner: Vec<u8>, lease: i64, wait: i64, noqueue: bool, token: bool },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -76,25 +76,24 @@ pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Atte
 /// own argument, which the store recognises and hands to Redis without copying it.
 fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -> Result<Attempt> {
     debug_assert_eq!(owner, req.owner());
-    let (outcome, reply) = match req {
-        Request::Lock { lease, token: false, .. } => {
-            let outcome = reentrant::acquire(store, key, owner, *lease)?;
-            (outcome, outcome.reply())
-        }
-        Request::Lock { lease, token: true, .. } => reentrant::acquire_fenced(store, key, owner, *lease)?,
-        Request::Read { lease, .. } => {
-            let outcome = rwlock::read_lock(store, key, owner, *lease)?;
-            (outcome, outcome.reply())
-        }
-        Request::Write { lease, .. } => {
-            let outcome = rwlock::write_lock(store, key, owner, *lease)?;
-            (outcome, outcome.reply())
-        }
+    let token = match req {
+        Request::Lock { token, .. } | Request::Write { token, .. } | Request::Fair { token, .. } => *token,
+        Request::Read { .. } => false,
+    };
+    let grant = |store: &mut RedisStore| match req {
+        Request::Lock { lease, .. } => reentrant::acquire(store, key, owner, *lease),
+        Request::Read { lease, .. } => rwlock::read_lock(store, key, owner, *lease),
+        Request::Write { lease, .. } => rwlock::write_lock(store, key, owner, *lease),
         Request::Fair { lease, wait, noqueue, .. } => {
             let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
-            let outcome = fair::acquire(store, key, owner, *lease, *wait, if_refused)?;
-            (outcome, outcome.reply())
+            fair::acquire(store, key, owner, *lease, *wait, if_refused)
         }
+    };
+    let (outcome, reply) = if token {
+        fencing::fenced(store, key, grant)?
+    } else {
+        let outcome = grant(store)?;
+        (outcome, outcome.reply())
     };
     Ok(match outcome {
         Acquired::Refused(_) => Attempt::Refused(reply),

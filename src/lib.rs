@@ -21,7 +21,7 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::command_fn;
-    use crate::commands::{fair, info, lock, rwlock};
+    use crate::commands::{fair, holds, info, lock, rwlock};
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -48,6 +48,10 @@ mod module {
             (c"fairlock.forceunlock", command_fn!(fair::fairlock_forceunlock), c"write"),
             // O(holders + waiters): not `fast`. Read-only, so it runs on a replica.
             (c"lock.info", command_fn!(info::lock_info), c"readonly"),
+            // A client settling a lost reply asks these; read-only, so replicas answer too.
+            (c"lock.holds", command_fn!(holds::lock_holds), c"readonly fast"),
+            (c"rwlock.holds", command_fn!(holds::rwlock_holds), c"readonly fast"),
+            (c"fairlock.holds", command_fn!(holds::fairlock_holds), c"readonly fast"),
         ]
     }
 

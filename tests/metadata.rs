@@ -40,6 +40,7 @@ fn example(name: &str) -> Vec<&'static str> {
     match name {
         "LOCK.INFO" | "LOCK.FORCEUNLOCK" | "FAIRLOCK.FORCEUNLOCK" => vec!["k"],
         "RWLOCK.FORCEUNLOCK" => vec!["k", "READ"],
+        "LOCK.HOLDS" | "RWLOCK.HOLDS" | "FAIRLOCK.HOLDS" => vec!["k", "o"],
         "RWLOCK.UNLOCK" => vec!["k", "o", "WRITE", "1000"],
         "FAIRLOCK.ACQUIRE" => vec!["k", "o", "1000", "1000"],
         _ => vec!["k", "o", "1000"],
@@ -117,6 +118,9 @@ fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
         ("LOCK.RENEW", 4, "RW", "update"),
         ("LOCK.FORCEUNLOCK", 2, "RM", "delete"),
         ("LOCK.INFO", 2, "RO", "access"),
+        ("LOCK.HOLDS", 3, "RO", "access"),
+        ("RWLOCK.HOLDS", 3, "RO", "access"),
+        ("FAIRLOCK.HOLDS", 3, "RO", "access"),
         ("RWLOCK.RLOCK", -4, "RW", "insert"),
         ("RWLOCK.UNLOCK", -5, "RW", "delete"),
         ("RWLOCK.FORCEUNLOCK", 3, "RM", "delete"),

@@ -9,18 +9,18 @@ use crate::stats;
 
 type Result = std::result::Result<Reply, LockError>;
 
-/// `FAIRLOCK.ACQUIRE key owner lease wait [NOQUEUE] [BLOCK ms]`
+/// `FAIRLOCK.ACQUIRE key owner lease wait [NOQUEUE] [BLOCK ms] [TOKEN]`
 pub fn fairlock_acquire(ctx: &Ctx, args: &Args) -> Result {
     arity(args, 5, "fairlock.acquire")?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
     let wait = parse_ms(args.bytes(4), "wait")?;
-    let opts = parse_options(args, 5, Accepts { block: true, noqueue: true, ..Accepts::default() })?;
+    let opts = parse_options(args, 5, Accepts { block: true, noqueue: true, token: true, ..Accepts::default() })?;
     // A parked waiter is served from its queue place: it cannot wait without one.
     if opts.noqueue && opts.block.is_some() {
         return Err(LockError::Syntax);
     }
-    let req = Request::Fair { owner: owner.to_vec(), lease, wait, noqueue: opts.noqueue };
+    let req = Request::Fair { owner: owner.to_vec(), lease, wait, noqueue: opts.noqueue, token: opts.token };
     blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 

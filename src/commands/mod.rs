@@ -3,6 +3,7 @@
 //! Every argument is parsed before the keyspace is touched, so bad input changes nothing.
 
 pub mod fair;
+pub mod holds;
 pub mod info;
 pub mod lock;
 pub mod rwlock;

@@ -27,7 +27,7 @@ pub fn rwlock_rlock(ctx: &Ctx, args: &Args) -> Result {
     acquire(ctx, args, "rwlock.rlock", Side::Read)
 }
 
-/// `RWLOCK.WLOCK key owner lease [BLOCK ms]`
+/// `RWLOCK.WLOCK key owner lease [BLOCK ms] [TOKEN]`
 pub fn rwlock_wlock(ctx: &Ctx, args: &Args) -> Result {
     acquire(ctx, args, "rwlock.wlock", Side::Write)
 }
@@ -36,10 +36,12 @@ fn acquire(ctx: &Ctx, args: &Args, cmd: &'static str, side: Side) -> Result {
     arity(args, 4, cmd)?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let lease = parse_ms(args.bytes(3), "lease")?;
-    let opts = parse_options(args, 4, Accepts { block: true, ..Accepts::default() })?;
+    // Fencing guards a writer: a reader's token would fence nothing.
+    let token = side == Side::Write;
+    let opts = parse_options(args, 4, Accepts { block: true, token, ..Accepts::default() })?;
     let req = match side {
         Side::Read => Request::Read { owner: owner.to_vec(), lease },
-        Side::Write => Request::Write { owner: owner.to_vec(), lease },
+        Side::Write => Request::Write { owner: owner.to_vec(), lease, token: opts.token },
     };
     blocking::acquire(ctx, args, key, owner, req, opts.block)
 }

@@ -7,13 +7,14 @@
 
 pub mod error;
 pub mod fair;
+pub mod fencing;
 pub mod hold_expiries;
+pub mod holds;
 pub mod info;
 pub mod reentrant;
 pub mod rwlock;
 pub mod store;
 
-#[cfg(test)]
 #[cfg(test)]
 pub mod memory;
 

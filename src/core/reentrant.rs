@@ -44,23 +44,6 @@ pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Res
     Ok(if holds.is_some() { Acquired::Reentered } else { Acquired::New })
 }
 
-/// `LOCK.ACQUIRE key owner lease TOKEN`: Redisson's `RFencedLock`. Every grant, first or
-/// reentrant, increments the lock's token counter: `[-1, token]`; refused: `[pttl, -1]`.
-/// The counter never expires, so tokens only grow, across holders, unlocks and restarts.
-pub fn acquire_fenced<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<(Acquired, Reply)> {
-    let counter = names::token(key);
-    // Checked before any write: a counter that is not an integer is an error, not a reset.
-    if let Some(v) = s.get(&counter)? {
-        super::parse_i64(&v).ok_or(super::LockError::NotInteger)?;
-    }
-    let outcome = acquire(s, key, owner, lease)?;
-    let reply = match outcome {
-        Acquired::Refused(ttl) => Reply::Array(vec![Reply::Int(ttl), Reply::Int(-1)]),
-        Acquired::New | Acquired::Reentered => Reply::Array(vec![Reply::Int(-1), Reply::Int(s.incr(&counter))]),
-    };
-    Ok((outcome, reply))
-}
-
 /// `LOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` holds nothing, 0 if holds remain
 /// (the lease is renewed), 1 if this released the lock.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
@@ -212,31 +195,6 @@ mod tests {
         assert_eq!(unlock(&mut s, K, b"a", 30_000, latch), Ok(Reply::Int(0)));
         assert_eq!(unlock(&mut s, K, b"a", 30_000, latch), Ok(Reply::Int(0)));
         assert_eq!(s.hash("lock"), vec![("a".into(), "1".into())]);
-    }
-
-    #[test]
-    fn fenced_grants_count_up_across_owners_and_reentry() {
-        let mut s = store();
-        let grant = |t| Reply::Array(vec![Reply::Int(-1), Reply::Int(t)]);
-        let acquire_fenced = |s: &mut MemoryStore, k, o, l| acquire_fenced(s, k, o, l).map(|(_, r)| r);
-        assert_eq!(acquire_fenced(&mut s, K, b"a", 1_000), Ok(grant(1)));
-        assert_eq!(acquire_fenced(&mut s, K, b"a", 1_000), Ok(grant(2)));
-        assert_eq!(acquire_fenced(&mut s, K, b"b", 1_000), Ok(Reply::Array(vec![Reply::Int(1_000), Reply::Int(-1)])));
-        unlock(&mut s, K, b"a", 1_000, None).unwrap();
-        unlock(&mut s, K, b"a", 1_000, None).unwrap();
-        assert_eq!(acquire_fenced(&mut s, K, b"b", 1_000), Ok(grant(3)));
-        // The counter outlives the lock and has no expiry.
-        s.advance(5_000);
-        assert_eq!(s.pttl(b"redisson_lock_token:{lock}"), crate::core::store::TTL_PERSISTENT);
-        assert_eq!(acquire_fenced(&mut s, K, b"c", 1_000), Ok(grant(4)));
-    }
-
-    #[test]
-    fn a_non_integer_token_counter_is_an_error_that_changes_nothing() {
-        let mut s = store();
-        s.data.insert(b"redisson_lock_token:{lock}".to_vec(), (Value::Str(b"x".to_vec()), None));
-        assert_eq!(acquire_fenced(&mut s, K, b"a", 1_000).map(|(_, r)| r), Err(LockError::NotInteger));
-        assert!(!s.exists(K));
     }
 
     #[test]

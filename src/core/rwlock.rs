@@ -49,7 +49,8 @@ impl Side {
     }
 }
 
-fn check_owner(owner: &[u8]) -> Result<()> {
+/// Rejects an owner named `mode`, which would collide with the mode field.
+pub fn check_owner(owner: &[u8]) -> Result<()> {
     if owner == MODE {
         return Err(LockError::ReservedOwner);
     }
