@@ -73,11 +73,17 @@ pub fn refusal(ctx: &Ctx, key: &[u8], req: &Request) -> Reply {
         KeyKind::Hash => k.expire_at().map_or(TTL_PERSISTENT, |at| (at - Ctx::now_ms()).max(0)),
         _ => return Reply::Error(LockError::WrongType.to_string()),
     };
-    match req {
-        Request::Lock { token: true, .. } => Reply::Array(vec![Reply::Int(ttl), Reply::Int(-1)]),
-        Request::Fair { noqueue: true, .. } => Reply::Int(1),
+    let plain = match req {
+        Request::Fair { noqueue: true, .. } => 1,
         // Redisson's reply to a waiter already queued: the lock's PTTL, at least 0.
-        Request::Fair { .. } => Reply::Int(ttl.max(0)),
-        Request::Lock { .. } | Request::Read { .. } | Request::Write { .. } => Reply::Int(ttl),
+        Request::Fair { .. } => ttl.max(0),
+        Request::Lock { .. } | Request::Read { .. } | Request::Write { .. } => ttl,
+    };
+    // A fenced refusal carries no token: `[refusal, -1]`, as the fenced commands reply.
+    match req {
+        Request::Lock { token: true, .. } | Request::Write { token: true, .. } | Request::Fair { token: true, .. } => {
+            Reply::Array(vec![Reply::Int(plain), Reply::Int(-1)])
+        }
+        _ => Reply::Int(plain),
     }
 }
