@@ -86,3 +86,8 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     let v: i64 = s.parse().ok()?;
     (v.to_string() == s).then_some(v)
 }
+
+#[cfg(test)]
+mod kinds_tests;
+#[cfg(test)]
+mod times_tests;
