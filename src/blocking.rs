@@ -3,7 +3,9 @@
 //! Policy: per lock, parked clients are served in arrival order, and serving stops at the first
 //! one that still cannot have the lock, so a later parked reader never overtakes an earlier
 //! parked writer, while consecutive readers are granted together. A non-blocking call (and a
-//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly.
+//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly, with
+//! two exceptions (`priority`): a new reader waits behind a parked writer unless it re-enters,
+//! and no acquire of another kind takes a free name past a live fair waiter.
 //!
 //! A grant is computed by the same core function as the non-blocking command, on a store whose
 //! writes propagate like any command's. Wake-ups come from three places:

@@ -136,7 +136,8 @@ fn a_block_timeout_below_zero_says_what_is_valid_and_a_long_one_still_parks() {
     ok(&mut c, &["LOCK.ACQUIRE", "l", "h", "30000"]);
     // 4.6e18 ms fits the clock; Redis is handed "no limit" for it.
     let mut w = s.conn();
-    let waiter = thread::spawn(move || call(&mut w, &["LOCK.ACQUIRE", "l", "w", "30000", "BLOCK", "4611686018427387904"]));
+    let waiter =
+        thread::spawn(move || call(&mut w, &["LOCK.ACQUIRE", "l", "w", "30000", "BLOCK", "4611686018427387904"]));
     wait_blocked(&mut c, 1);
     assert_eq!(ok(&mut c, &["LOCK.UNLOCK", "l", "h", "30000"]), Value::Int(1));
     assert_eq!(waiter.join().expect("waiter"), Ok(Value::Nil));

@@ -35,8 +35,7 @@ pub fn block_limit(ms: i64) -> i64 {
 
 fn writer_parked(id: &LockId) -> bool {
     with(|r| {
-        !r.locks.is_empty()
-            && r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Write { .. })))
+        !r.locks.is_empty() && r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Write { .. })))
     })
     .unwrap_or(false)
 }

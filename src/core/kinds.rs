@@ -75,8 +75,11 @@ mod tests {
         s.data.insert(names::fair_timeouts(b"l"), (Value::Zset(z), None));
     }
 
+    /// (name, queue as (owner, deadline), the time the first live waiter has left)
+    type Case = (&'static str, &'static [(&'static str, Option<f64>)], Option<i64>);
+
     #[rustfmt::skip]
-    const CASES: &[(&str, &[(&str, Option<f64>)], Option<i64>)] = &[
+    const CASES: &[Case] = &[
         // name,                          queue (owner, deadline),                          ahead
         ("no queue",                      &[],                                              None),
         ("a live head",                   &[("a", Some(1_500.0))],                          Some(500)),

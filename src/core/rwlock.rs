@@ -182,7 +182,7 @@ fn read_unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], mode: &[u8]) -> Re
     s.read_hold_del(key, owner, left + 1);
     if s.hash_len(key)? > 1 {
         let ttl = s.read_holds_max_pttl(key)?;
-            if ttl > 0 {
+        if ttl > 0 {
             // The largest remaining hold: an expiry that exists already, so it fits.
             let at = s.now().saturating_add(ttl);
             s.pexpire_at(key, at);
