@@ -125,6 +125,14 @@ impl Store for RedisStore<'_> {
         self.open(key).key.kind() != KeyKind::Empty
     }
 
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        if let Some(k) = self.is_open(key) {
+            return k.key.kind() != KeyKind::Empty;
+        }
+        let name = self.name(key);
+        self.ctx.key_exists(name.raw())
+    }
+
     fn pttl(&mut self, key: &[u8]) -> i64 {
         match self.expiry_state(key) {
             at if at == TTL_MISSING || at == TTL_PERSISTENT => at,

@@ -34,17 +34,19 @@ pub fn block_limit(ms: i64) -> i64 {
 }
 
 fn writer_parked(id: &LockId) -> bool {
-    with(|r| {
-        !r.locks.is_empty() && r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Write { .. })))
-    })
-    .unwrap_or(false)
+    with(|r| r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Write { .. })))).unwrap_or(false)
+}
+
+/// Nobody is parked anywhere: the common case, answered without building a lock id.
+fn nobody_parked() -> bool {
+    with(|r| r.locks.is_empty()).unwrap_or(true)
 }
 
 /// Whether `req`, a new acquire on `key`, must let a parked writer go first. A lock that came
 /// free a moment ago (a lease just ran out, a foreign release not yet served) is served first,
 /// so its parked writer takes it before the new reader looks.
 pub fn writers_ahead(ctx: &Ctx, key: &[u8], req: &Request) -> Writers {
-    if !matches!(req, Request::Read { .. }) {
+    if !matches!(req, Request::Read { .. }) || nobody_parked() {
         return Writers::None;
     }
     let id = (ctx.selected_db(), key.to_vec());

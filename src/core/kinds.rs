@@ -38,8 +38,9 @@ pub fn fair_queue_ahead<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<i64>> 
 /// the purge is the fair lock's to do). A queue key of another type is no fair queue; no
 /// queue costs one key lookup.
 pub fn first_live_waiter<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<Option<f64>>> {
-    let queue = names::fair_queue(key);
-    if !matches!(s.list_len(&queue), Ok(n) if n > 0) {
+    let queue = names::fair_queue_buf(key);
+    // The free path of every acquire comes here: the usual answer (no queue) is one lookup.
+    if !s.peek_exists(&queue) || !matches!(s.list_len(&queue), Ok(n) if n > 0) {
         return Ok(None);
     }
     let deadlines = names::fair_timeouts(key);

@@ -19,6 +19,11 @@ pub trait Store {
 
     // -- any type ------------------------------------------------------------------------------
     fn exists(&mut self, key: &[u8]) -> bool;
+    /// `EXISTS`, for a key the command only glances at and will not write: a store may look
+    /// it up without opening it (cheaper, and no write-side effects).
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        self.exists(key)
+    }
     /// Remaining time to live in ms, or [`TTL_MISSING`] / [`TTL_PERSISTENT`], as `PTTL`.
     fn pttl(&mut self, key: &[u8]) -> i64;
     /// `DEL`: true if the key existed.
