@@ -257,8 +257,12 @@ fn serve(ctx: &Ctx, id: &LockId) {
             continue;
         }
         // A reentrant acquire is refused while a fair waiter is first in line: that waiter,
-        // parked further back, must not wait behind it.
-        if !matches!(front, Request::Fair { .. } | Request::Lock { .. }) {
+        // parked further back, must not wait behind it. Only a parked fair waiter can be.
+        let fair_parked = || {
+            with(|r| r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Fair { .. }))))
+                .unwrap_or(false)
+        };
+        if !matches!(front, Request::Fair { .. } | Request::Lock { .. }) || !fair_parked() {
             break;
         }
         let head = fair_waiters::first_in_line(ctx, id);

@@ -231,7 +231,9 @@ pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahea
             // In doubles: `wait` may be as large as the largest expiry time allows.
             let moved = deadline + shift;
             let soon = now as f64 + ahead_ms as f64;
-            if moved < soon {
+            // A deadline planted at -inf stays put (the purge drops it): the shift stays finite,
+            // so no score ever becomes NaN.
+            if moved.is_finite() && moved < soon {
                 shift += (soon + wait as f64).min(MAX_DEADLINE) - moved;
             }
         }

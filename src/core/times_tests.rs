@@ -142,3 +142,20 @@ fn keep_alive_of_a_waiter_with_the_largest_wait_clamps_instead_of_overflowing() 
     fair::keep_alive(&mut s, K, &[(b"a", i64::MAX - NOW)], 300).unwrap();
     assert_eq!(s.zset_entries("redisson_lock_timeout:{l}"), vec![("a".into(), i64::MAX as f64)]);
 }
+
+#[test]
+fn keep_alive_next_to_deadlines_planted_at_infinities_makes_no_nan() {
+    let mut s = store();
+    s.hash_set(K, b"h", b"1");
+    let list = [b"neg".to_vec(), b"a".to_vec(), b"pos".to_vec()].into_iter().collect();
+    s.data.insert(names::fair_queue(K), (Value::List(list), None));
+    let z =
+        [(b"neg".to_vec(), f64::NEG_INFINITY), (b"a".to_vec(), (NOW + 100) as f64), (b"pos".to_vec(), f64::INFINITY)];
+    s.data.insert(names::fair_timeouts(K), (Value::Zset(z.into_iter().collect()), None));
+    fair::keep_alive(&mut s, K, &[(b"neg", 1_000), (b"a", 1_000), (b"pos", 1_000)], 300).unwrap();
+    let after = s.zset_entries("redisson_lock_timeout:{l}");
+    assert_eq!(
+        after,
+        vec![("neg".into(), f64::NEG_INFINITY), ("a".into(), (NOW + 1_300) as f64), ("pos".into(), f64::INFINITY)]
+    );
+}
