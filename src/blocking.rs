@@ -3,7 +3,9 @@
 //! Policy: per lock, parked clients are served in arrival order, and serving stops at the first
 //! one that still cannot have the lock, so a later parked reader never overtakes an earlier
 //! parked writer, while consecutive readers are granted together. A non-blocking call (and a
-//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly.
+//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly, with
+//! two exceptions (`priority`): a new reader waits behind a parked writer unless it re-enters,
+//! and no acquire of another kind takes a free name past a live fair waiter.
 //!
 //! A grant is computed by the same core function as the non-blocking command, on a store whose
 //! writes propagate like any command's. Wake-ups come from three places:
@@ -56,6 +58,16 @@ pub enum Attempt {
 }
 
 impl Request {
+    /// The command that asked, lowercase as Redis names it in errors.
+    pub fn command(&self) -> &'static str {
+        match self {
+            Request::Lock { .. } => "lock.acquire",
+            Request::Read { .. } => "rwlock.rlock",
+            Request::Write { .. } => "rwlock.wlock",
+            Request::Fair { .. } => "fairlock.acquire",
+        }
+    }
+
     pub fn owner(&self) -> &[u8] {
         match self {
             Request::Lock { owner, .. }
@@ -67,14 +79,15 @@ impl Request {
 }
 
 /// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command, for
-/// the command itself, a parked client's retry and a timeout alike. Counts grants.
-pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request) -> Result<Attempt> {
-    attempt_as(store, key, req.owner(), req)
+/// the command itself, a parked client's retry and a timeout alike. Counts grants. `writers`:
+/// whether a parked writer makes a new reader wait (see `priority`).
+pub fn attempt(store: &mut RedisStore, key: &[u8], req: &Request, writers: Writers) -> Result<Attempt> {
+    attempt_as(store, key, req.owner(), req, writers).map_err(|e| e.in_command(req.command()))
 }
 
 /// [`attempt`] with `req`'s owner given as `owner` (the same bytes): the command passes its
 /// own argument, which the store recognises and hands to Redis without copying it.
-fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -> Result<Attempt> {
+fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request, writers: Writers) -> Result<Attempt> {
     debug_assert_eq!(owner, req.owner());
     let token = match req {
         Request::Lock { token, .. } | Request::Write { token, .. } | Request::Fair { token, .. } => *token,
@@ -82,7 +95,7 @@ fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -
     };
     let grant = |store: &mut RedisStore| match req {
         Request::Lock { lease, .. } => reentrant::acquire(store, key, owner, *lease),
-        Request::Read { lease, .. } => rwlock::read_lock(store, key, owner, *lease),
+        Request::Read { lease, .. } => rwlock::read_lock(store, key, owner, *lease, writers),
         Request::Write { lease, .. } => rwlock::write_lock(store, key, owner, *lease),
         Request::Fair { lease, wait, noqueue, .. } => {
             let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
@@ -114,8 +127,9 @@ fn attempt_as(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request) -
 /// timeout in ms, 0 = no limit), else the refusal.
 /// `owner` is the command's own argument (`req` holds a copy, kept if the client parks).
 pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, block: Option<i64>) -> Result<Reply> {
+    let writers = priority::writers_ahead(ctx, key, &req);
     let mut store = RedisStore::new(ctx, args);
-    let outcome = attempt_as(&mut store, key, owner, &req)?;
+    let outcome = attempt_as(&mut store, key, owner, &req, writers).map_err(|e| e.in_command(req.command()))?;
     drop(store);
     match (outcome, block) {
         (Attempt::Granted(reply), _) => Ok(reply),
@@ -134,6 +148,9 @@ mod paused;
 mod timers;
 
 pub use timers::on_timer;
+mod priority;
+
+pub use crate::core::rwlock::Writers;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -190,7 +207,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     if !crate::ffi::events::watch_collections(ctx) {
         return Ok(refused);
     }
-    let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
+    let Some(bc) = ctx.block_client(priority::block_limit(block_ms)) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
@@ -257,7 +274,13 @@ fn serve(ctx: &Ctx, id: &LockId) {
         if try_grant(ctx, id, 0, &front) {
             continue;
         }
-        if !matches!(front, Request::Fair { .. }) {
+        // A reentrant acquire is refused while a fair waiter is first in line: that waiter,
+        // parked further back, must not wait behind it. Only a parked fair waiter can be.
+        let fair_parked = || {
+            with(|r| r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Fair { .. }))))
+                .unwrap_or(false)
+        };
+        if !matches!(front, Request::Fair { .. } | Request::Lock { .. }) || !fair_parked() {
             break;
         }
         let head = fair_waiters::first_in_line(ctx, id);
@@ -287,7 +310,8 @@ fn serve(ctx: &Ctx, id: &LockId) {
 fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request) -> bool {
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let outcome = attempt(&mut store, &id.1, req);
+    // Served in arrival order: a parked reader ahead of a parked writer goes first.
+    let outcome = attempt(&mut store, &id.1, req, Writers::None);
     drop(store);
     let reply = match outcome {
         Ok(Attempt::Refused(_)) => return false,
@@ -313,7 +337,7 @@ fn arm_expiry(ctx: &Ctx, id: &LockId) {
         waiting
     })
     .unwrap_or(false);
-    let expires_at = if waiting { expiry_of(ctx, id) } else { None };
+    let expires_at = if waiting { expiry_of(ctx, id).or_else(|| priority::queue_expiry(ctx, id)) } else { None };
     let stale = with(|r| match (r.expiry_timers.get(id), expires_at) {
         (Some(&(_, at)), Some(want)) if at == want => None,
         _ => r.expiry_timers.remove(id).map(|(t, _)| t),
@@ -325,8 +349,10 @@ fn arm_expiry(ctx: &Ctx, id: &LockId) {
     if let Some(at) = expires_at {
         let already = with(|r| r.expiry_timers.contains_key(id)).unwrap_or(true);
         if !already {
-            // +1: Redis considers a key expired only once its expiry time has passed.
-            let t = ctx.create_timer(at - Ctx::now_ms() + 1, TimerData::Expiry { db: id.0, key: id.1.clone() });
+            // +1: Redis considers a key expired only once its expiry time has passed. A lease
+            // years long wakes the lock early and re-arms (Redis' timers count in us).
+            let ms = (at - Ctx::now_ms()).saturating_add(1).min(priority::MAX_TIMER_MS);
+            let t = ctx.create_timer(ms, TimerData::Expiry { db: id.0, key: id.1.clone() });
             with(|r| r.expiry_timers.insert(id.clone(), (t, at)));
         }
     }
@@ -408,10 +434,11 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
     let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
     stats::TIMEOUTS.inc();
+    let writers = priority::writers_at_timeout(&id, &w.req);
     let (reply, granted) = if paused::gate(ctx) == paused::Gate::Open {
         let args = Args::empty();
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-        match attempt(&mut store, &id.1, &w.req) {
+        match attempt(&mut store, &id.1, &w.req, writers) {
             Ok(Attempt::Granted(r)) => (r, true),
             Ok(Attempt::Refused(r)) => (r, false),
             Err(e) => (Reply::Error(e.to_string()), false),

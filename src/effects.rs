@@ -125,6 +125,14 @@ impl Store for RedisStore<'_> {
         self.open(key).key.kind() != KeyKind::Empty
     }
 
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        if let Some(k) = self.is_open(key) {
+            return k.key.kind() != KeyKind::Empty;
+        }
+        let name = self.name(key);
+        self.ctx.key_exists(name.raw())
+    }
+
     fn pttl(&mut self, key: &[u8]) -> i64 {
         match self.expiry_state(key) {
             at if at == TTL_MISSING || at == TTL_PERSISTENT => at,
@@ -181,18 +189,19 @@ impl Store for RedisStore<'_> {
         Ok(out)
     }
 
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
         let current = k.key.hash_get_int(f.raw()).ok().flatten().unwrap_or(0);
-        let next = current.saturating_add(by);
+        // Checked before the write: a count at the edge of the range is HINCRBY's error.
+        let next = crate::core::incremented(current, by)?;
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         k.key.hash_set(f.raw(), v.as_ref());
         let indexed = self.index_field(key, field, Some(next));
         self.effect_on(indexed, key, HASH, c"hincrby", c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
-        next
+        Ok(next)
     }
 
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
@@ -243,17 +252,18 @@ impl Store for RedisStore<'_> {
         );
     }
 
-    fn incr(&mut self, key: &[u8]) -> i64 {
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
         let i = self.slot(key);
         let k = &self.keys[i];
         let current = if k.key.kind() == KeyKind::String { crate::core::parse_i64(&k.key.string_get()) } else { None };
-        let next = current.unwrap_or(0).saturating_add(1);
+        // A token at i64::MAX must not be handed out twice: INCR's error, nothing written.
+        let next = crate::core::incremented(current.unwrap_or(0), 1)?;
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         // SET drops an expiry, INCR keeps it: the counter never has one, so they agree.
         k.key.string_set(v.as_ref());
         self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::B(key)]);
-        next
+        Ok(next)
     }
 
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {

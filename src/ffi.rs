@@ -43,6 +43,7 @@ macro_rules! api {
 // Declared after `api!` so the macro is in scope there.
 pub mod config;
 pub mod events;
+pub mod lookup;
 pub mod metadata;
 pub mod pause;
 pub mod server;
@@ -75,6 +76,7 @@ macro_rules! needed_apis {
 
 needed_apis!(
     RedisModule_OpenKey,
+    RedisModule_KeyExists,
     RedisModule_CloseKey,
     RedisModule_KeyType,
     RedisModule_HashGet,

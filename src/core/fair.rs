@@ -16,9 +16,12 @@
 //! Scores are doubles, as in Redis: Redisson's arithmetic on them is reproduced in `f64`.
 
 use super::reentrant::{self, Acquired};
-use super::{latch_check, latch_record, Latch, Reply, Result, Store};
+use super::{deadline, incremented, kinds, latch_check, latch_record, Latch, Reply, Result, Store};
 use crate::names;
 use std::collections::{HashMap, HashSet};
+
+/// The largest deadline a waiter gets: the largest expiry time, in ms since the epoch.
+const MAX_DEADLINE: f64 = i64::MAX as f64;
 
 /// The derived keys of a fair lock.
 struct Keys {
@@ -78,8 +81,13 @@ pub fn acquire<S: Store>(
     if_refused: IfRefused,
 ) -> Result<Acquired> {
     let k = keys(s, key)?;
-    let held = s.hash_get_int(key, owner)?;
     let now = s.now();
+    let at = deadline(now, lease)?;
+    // A read-write lock under this name is held by someone else, whoever asks.
+    let held = if kinds::is_rwlock(s, key) { None } else { s.hash_get_int(key, owner)? };
+    if let Some(n) = held {
+        incremented(n, 1)?;
+    }
     purge(s, &k, now as f64)?;
     let free = s.hash_len(key)? == 0;
     if free && (s.list_len(&k.queue)? == 0 || s.list_index(&k.queue, 0)?.as_deref() == Some(owner)) {
@@ -88,12 +96,12 @@ pub fn acquire<S: Store>(
         // Everyone still waiting moves up one place: their deadlines come `wait` closer.
         s.zset_shift_all(&k.deadlines, -(wait as f64));
         s.hash_set(key, owner, b"1");
-        s.pexpire_at(key, now + lease);
+        s.pexpire_at(key, at);
         return Ok(Acquired::New);
     }
     if held.is_some() {
-        s.hash_incr(key, owner, 1);
-        s.pexpire_at(key, now + lease);
+        s.hash_incr(key, owner, 1)?;
+        s.pexpire_at(key, at);
         return Ok(Acquired::Reentered);
     }
     if if_refused == IfRefused::NoQueue {
@@ -111,7 +119,10 @@ pub fn acquire<S: Store>(
         Some(deadline) => deadline - now as f64,
         None => s.pttl(key) as f64,
     };
-    if s.zset_add(&k.deadlines, owner, base + (wait + now) as f64) {
+    // In doubles, as Redisson's: no overflow. A base planted huge (or `inf`) is clamped to the
+    // largest expiry time, so every deadline stays a valid ms timestamp.
+    let own = (base + wait as f64 + now as f64).min(MAX_DEADLINE);
+    if s.zset_add(&k.deadlines, owner, own) {
         s.list_push_tail(&k.queue, owner);
     }
     // Lua hands a number back as an integer by truncation.
@@ -121,12 +132,20 @@ pub fn acquire<S: Store>(
 /// `FAIRLOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` does not hold the lock, 0 if
 /// holds remain, 1 if released (or if the lock was already free); a release wakes the head.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
+    let now = s.now();
+    let at = deadline(now, lease)?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
     let k = keys(s, key)?;
+    // Not a fair lock's hash to release: a read-write lock's.
+    if kinds::is_rwlock(s, key) {
+        return Ok(Reply::Nil);
+    }
     let held = s.hash_get_int(key, owner)?;
-    let now = s.now();
+    if let Some(n) = held {
+        incremented(n, -1)?;
+    }
     purge(s, &k, now as f64)?;
     if s.hash_len(key)? == 0 {
         wake_head(s, key, &k)?;
@@ -136,8 +155,8 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
     if held.is_none() {
         return Ok(Reply::Nil);
     }
-    if s.hash_incr(key, owner, -1) > 0 {
-        s.pexpire_at(key, now + lease);
+    if s.hash_incr(key, owner, -1)? > 0 {
+        s.pexpire_at(key, at);
         latch_record(s, key, latch, 0);
         return Ok(Reply::Int(0));
     }
@@ -170,6 +189,9 @@ pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Resul
 /// existed.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
     let k = keys(s, key)?;
+    if kinds::is_rwlock(s, key) {
+        return Ok(Reply::Int(0));
+    }
     let now = s.now();
     purge(s, &k, now as f64)?;
     if !s.del(key) {
@@ -206,9 +228,13 @@ pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahea
         }
         let Some(&deadline) = deadlines.get(w.as_slice()) else { continue };
         if let Some(&wait) = waits.get(w.as_slice()) {
+            // In doubles: `wait` may be as large as the largest expiry time allows.
             let moved = deadline + shift;
-            if moved < (now + ahead_ms) as f64 {
-                shift += (now + ahead_ms + wait) as f64 - moved;
+            let soon = now as f64 + ahead_ms as f64;
+            // A deadline planted at -inf stays put (the purge drops it): the shift stays finite,
+            // so no score ever becomes NaN.
+            if moved.is_finite() && moved < soon {
+                shift += (soon + wait as f64).min(MAX_DEADLINE) - moved;
             }
         }
         if shift != 0.0 {

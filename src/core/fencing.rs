@@ -22,12 +22,14 @@ pub fn fenced<S: Store>(
 ) -> Result<(Acquired, Reply)> {
     let counter = names::token(key);
     if let Some(v) = s.get(&counter)? {
-        parse_i64(&v).ok_or(LockError::NotInteger)?;
+        let v = parse_i64(&v).ok_or(LockError::NotInteger)?;
+        // At `i64::MAX` a grant is `INCR`'s overflow error, never a token handed out twice.
+        super::incremented(v, 1)?;
     }
     let outcome = acquire(s)?;
     let reply = match outcome {
         Acquired::Refused(n) => Reply::Array(vec![Reply::Int(n), Reply::Int(-1)]),
-        Acquired::New | Acquired::Reentered => Reply::Array(vec![Reply::Int(-1), Reply::Int(s.incr(&counter))]),
+        Acquired::New | Acquired::Reentered => Reply::Array(vec![Reply::Int(-1), Reply::Int(s.incr(&counter)?)]),
     };
     Ok((outcome, reply))
 }
@@ -86,7 +88,7 @@ mod tests {
         assert_eq!(write(&mut s, b"x"), Ok(refused(2_000)), "reentry added its lease");
         rwlock::unlock(&mut s, K, b"w", Side::Write, 1_000, None).unwrap();
         rwlock::unlock(&mut s, K, b"w", Side::Write, 1_000, None).unwrap();
-        rwlock::read_lock(&mut s, K, b"r", 3_000).unwrap();
+        rwlock::read_lock(&mut s, K, b"r", 3_000, rwlock::Writers::None).unwrap();
         assert_eq!(write(&mut s, b"x"), Ok(refused(3_000)));
         assert_eq!(s.get(COUNTER), Ok(Some(b"2".to_vec())), "refusals count nothing");
     }

@@ -8,9 +8,10 @@ use super::{Result, Store};
 use crate::names;
 
 /// `LOCK.HOLDS key owner` and `FAIRLOCK.HOLDS key owner`: `owner`'s hold count on the lock
-/// hash (0 if none). The fair lock's holders are the same hash as the reentrant lock's.
+/// hash (0 if none). The fair lock's holders are the same hash as the reentrant lock's; a
+/// read-write lock's fields are not reentrant holds (one name, one kind): 0.
 pub fn holds<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<i64> {
-    Ok(s.hash_get_int(key, owner)?.unwrap_or(0))
+    Ok(super::reentrant::holds(s, key, owner)?.unwrap_or(0))
 }
 
 /// `RWLOCK.HOLDS key owner`: `(read holds, write holds)` of `owner`. Without a `mode` field
@@ -69,12 +70,12 @@ mod tests {
         assert_eq!(rw_holds(&mut s, K, b"a"), Ok((0, 0)));
         rwlock::write_lock(&mut s, K, b"a", 1_000).unwrap();
         rwlock::write_lock(&mut s, K, b"a", 1_000).unwrap();
-        rwlock::read_lock(&mut s, K, b"a", 1_000).unwrap();
+        rwlock::read_lock(&mut s, K, b"a", 1_000, rwlock::Writers::None).unwrap();
         assert_eq!(rw_holds(&mut s, K, b"a"), Ok((1, 2)));
         rwlock::unlock(&mut s, K, b"a", Side::Write, 1_000, None).unwrap();
         rwlock::unlock(&mut s, K, b"a", Side::Write, 1_000, None).unwrap();
         assert_eq!(rw_holds(&mut s, K, b"a"), Ok((1, 0)), "downgraded to its read hold");
-        rwlock::read_lock(&mut s, K, b"b", 1_000).unwrap();
+        rwlock::read_lock(&mut s, K, b"b", 1_000, rwlock::Writers::None).unwrap();
         assert_eq!(rw_holds(&mut s, K, b"b"), Ok((1, 0)));
     }
 

@@ -137,7 +137,7 @@ mod tests {
         let mut s = MemoryStore::at(1000);
         s.hash_set(b"l", b"o1", b"2");
         s.pexpire_at(b"l", 6000);
-        s.incr(&names::token(b"l"));
+        s.incr(&names::token(b"l")).unwrap();
         let parked = [Parked { client: 7, request: "lock", owner: b("o2"), waited_ms: 40 }];
         let r = info(&mut s, b"l", &parked).unwrap();
         assert_eq!(get(&r, "kind"), &bulk("reentrant"));

@@ -8,7 +8,7 @@
 //! Releasing the last hold deletes the hash and publishes `0` on
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
-use super::{latch_check, latch_record, Latch, Reply, Result, Store};
+use super::{deadline, kinds, latch_check, latch_record, rwlock, Latch, Reply, Result, Store};
 use crate::names;
 
 /// What an acquire attempt did.
@@ -33,28 +33,54 @@ impl Acquired {
 }
 
 /// `LOCK.ACQUIRE key owner lease`: take (or re-enter) the lock, or report its PTTL.
+///
+/// One name, one kind: a read-write lock's hash is refused even to an owner that holds read
+/// holds in it, and a free lock is refused while a fair lock's queue under the same name has a
+/// live waiter (reply: the time that waiter has left to take it), so no one jumps that queue.
 pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Acquired> {
-    let holds = s.hash_get_int(key, owner)?;
-    if holds.is_none() && s.exists(key) {
+    let at = deadline(s.now(), lease)?;
+    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
         return Ok(Acquired::Refused(s.pttl(key)));
     }
-    s.hash_incr(key, owner, 1);
-    let at = s.now() + lease;
+    let holds = s.hash_get_int(key, owner)?;
+    match holds {
+        None if s.exists(key) => return Ok(Acquired::Refused(s.pttl(key))),
+        None => {
+            if let Some(ttl) = kinds::fair_queue_ahead(s, key)? {
+                return Ok(Acquired::Refused(ttl));
+            }
+        }
+        Some(_) if kinds::is_rwlock(s, key) => return Ok(Acquired::Refused(s.pttl(key))),
+        Some(_) => {}
+    }
+    s.hash_incr(key, owner, 1)?;
     s.pexpire_at(key, at);
     Ok(if holds.is_some() { Acquired::Reentered } else { Acquired::New })
+}
+
+/// The hold count of `owner` in `key` as a reentrant (or fair) lock: None if it holds nothing
+/// there, or if `key` is a read-write lock (whose read counts are not reentrant holds).
+pub fn holds<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<Option<i64>> {
+    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
+        return Ok(None);
+    }
+    match s.hash_get_int(key, owner)? {
+        Some(_) if kinds::is_rwlock(s, key) => Ok(None),
+        n => Ok(n),
+    }
 }
 
 /// `LOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` holds nothing, 0 if holds remain
 /// (the lease is renewed), 1 if this released the lock.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
+    let at = deadline(s.now(), lease)?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
-    if s.hash_get_int(key, owner)?.is_none() {
+    if holds(s, key, owner)?.is_none() {
         return Ok(Reply::Nil);
     }
-    if s.hash_incr(key, owner, -1) > 0 {
-        let at = s.now() + lease;
+    if s.hash_incr(key, owner, -1)? > 0 {
         s.pexpire_at(key, at);
         latch_record(s, key, latch, 0);
         return Ok(Reply::Int(0));
@@ -67,17 +93,20 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
 
 /// `LOCK.RENEW key owner lease`: 1 if `owner` holds the lock (its lease is reset), else 0.
 pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Reply> {
-    if s.hash_get(key, owner)?.is_none() {
+    let at = deadline(s.now(), lease)?;
+    // Any value: Redisson's renewal tests the field's presence, not its count.
+    let held = s.hash_get(key, owner)?.is_some() && !kinds::is_rwlock(s, key);
+    if !held {
         return Ok(Reply::Int(0));
     }
-    let at = s.now() + lease;
     s.pexpire_at(key, at);
     Ok(Reply::Int(1))
 }
 
 /// `LOCK.FORCEUNLOCK key`: delete the lock whoever holds it; 1 if it existed.
+/// A read-write lock under the name is not this kind's to delete: 0.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
-    if !s.del(key) {
+    if kinds::is_rwlock(s, key) || !s.del(key) {
         return Ok(Reply::Int(0));
     }
     s.publish(&names::lock_channel(key), b"0");

@@ -19,6 +19,11 @@ pub trait Store {
 
     // -- any type ------------------------------------------------------------------------------
     fn exists(&mut self, key: &[u8]) -> bool;
+    /// `EXISTS`, for a key the command only glances at and will not write: a store may look
+    /// it up without opening it (cheaper, and no write-side effects).
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        self.exists(key)
+    }
     /// Remaining time to live in ms, or [`TTL_MISSING`] / [`TTL_PERSISTENT`], as `PTTL`.
     fn pttl(&mut self, key: &[u8]) -> i64;
     /// `DEL`: true if the key existed.
@@ -40,8 +45,9 @@ pub trait Store {
     fn hash_len(&mut self, key: &[u8]) -> Result<usize>;
     /// `HGETALL`, in no particular order.
     fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
-    /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value.
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64;
+    /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value, or
+    /// `Overflow` (writing nothing) if it would leave the 64-bit range, as `HINCRBY` does.
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64>;
     /// `HSET` of one field.
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]);
     /// `HDEL` of one field (the key goes with its last field).
@@ -52,8 +58,9 @@ pub trait Store {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// `SET key value PXAT at`, replacing a value of any type.
     fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64);
-    /// `INCR` of a counter known to be a string holding an integer (or absent).
-    fn incr(&mut self, key: &[u8]) -> i64;
+    /// `INCR` of a counter known to be a string holding an integer (or absent); `Overflow`
+    /// (writing nothing) at `i64::MAX`, as `INCR` does.
+    fn incr(&mut self, key: &[u8]) -> Result<i64>;
 
     // -- list (the fair lock's queue) ------------------------------------------------------------
     /// `LLEN`; `WrongType` if the key is not a list.
