@@ -72,8 +72,10 @@ def command_timeout_of(client: Any, given: Optional[float]) -> float:
         return float(given)
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
     if kwargs is None:
-        # RedisCluster: the nodes' connection settings.
-        kwargs = getattr(client, "connection_kwargs", None) or {}
+        # RedisCluster: the nodes' connection settings (asyncio: on the client itself).
+        kwargs = getattr(client, "connection_kwargs", None)
+    if kwargs is None:
+        kwargs = getattr(getattr(client, "nodes_manager", None), "connection_kwargs", None) or {}
     t = kwargs.get("socket_timeout")
     return float(t) if t else DEFAULT_COMMAND_TIMEOUT
 
