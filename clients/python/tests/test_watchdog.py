@@ -11,6 +11,7 @@ import pytest
 import redis
 import redis.asyncio as aredis
 
+from conftest import wait_until
 from redis_lockmod import FairLock, Lock, LockLostError, ReadWriteLock
 from redis_lockmod import asyncio as alocks
 
@@ -96,3 +97,14 @@ def test_the_asyncio_watchdog_keeps_the_lease_and_signals_a_lost_lock(server) ->
         await r.aclose()
 
     asyncio.run(main())
+
+
+def test_a_lock_left_held_by_an_ended_thread_is_not_renewed_and_frees_itself(r: redis.Redis, caplog) -> None:
+    caplog.set_level("WARNING", "redis_lockmod")
+    lock = Lock(r, "w-orphan", **WATCH)
+    t = threading.Thread(target=lambda: lock.acquire())
+    t.start()
+    t.join()
+    assert r.exists("w-orphan") == 1
+    wait_until(lambda: r.exists("w-orphan") == 0, message="the orphaned lease ran out")
+    assert "has ended; its lease is left to run out" in caplog.text

@@ -5,7 +5,9 @@ lease by default) with ``*.RENEW``, and ends when nothing is watched. A renewal 
 owner no longer holding the lock (lease ran out during a stall, force unlock) marks the hold
 lost and calls the lock's ``on_lost`` callback; the owner's `release` then raises
 `LockLostError`. A renewal that fails (connection) is tried again at the next interval: the
-lease still has two intervals to run.
+lease still has two intervals to run. A hold whose thread (or task) has ended is no longer
+renewed: nobody is left to release it, so its lease is left to run out, and the lock frees
+itself (Redisson renews such a lock until the client shuts down).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from ._base import Hold
 from ._driver import read
@@ -25,14 +27,18 @@ log = logging.getLogger("redis_lockmod")
 class Entry:
     """One watched hold: whose, and when it is renewed next (monotonic seconds)."""
 
-    __slots__ = ("lock", "hold", "key", "owner", "due")
+    __slots__ = ("lock", "hold", "key", "owner", "due", "alive")
 
-    def __init__(self, lock: Any, hold: Hold, key: Tuple[str, str, str], owner: str) -> None:
+    def __init__(
+        self, lock: Any, hold: Hold, key: Tuple[str, str, str], owner: str, alive: Callable[[], bool]
+    ) -> None:
         self.lock = lock
         self.hold = hold
         self.key = key
         self.owner = owner
         self.due = time.monotonic() + lock.watchdog_interval_ms / 1000
+        #: Whether the owning thread (or task) still runs.
+        self.alive = alive
 
 
 class Watchdog:
@@ -43,8 +49,8 @@ class Watchdog:
         self._thread: Optional[threading.Thread] = None
 
     def watch(self, lock: Any, hold: Hold, key: Tuple[str, str, str], owner: str) -> None:
-        """Starts renewing `hold` (the owner's first hold was just granted)."""
-        entry = Entry(lock, hold, key, owner)
+        """Starts renewing `hold` (the owner's first hold was just granted, in this thread)."""
+        entry = Entry(lock, hold, key, owner, threading.current_thread().is_alive)
         with self._cond:
             hold.watch = entry
             self._entries.append(entry)
@@ -79,6 +85,13 @@ class Watchdog:
 
     def _renew(self, e: Entry) -> None:
         lock = e.lock
+        if not e.alive():
+            with self._cond:
+                if e in self._entries:
+                    self._entries.remove(e)
+                e.hold.watch = None
+            log.warning("watchdog: %s holds %s but has ended; its lease is left to run out", e.owner, lock.name)
+            return
         args = lock._kind.renew_args(lock.name, e.owner, lock.watchdog_lease_ms)
         try:
             reply = read(self._transport, lock.name, args, lock.command_timeout)

@@ -1,6 +1,6 @@
 """The asyncio watchdog: the sync watchdog's rules (`redis_lockmod._watchdog`) in one task
 per client session, which ends when nothing is watched. ``on_lost`` may be a coroutine
-function."""
+function. A hold whose task has ended is no longer renewed."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ class Watchdog:
         self._wake = asyncio.Event()
 
     def watch(self, lock: Any, hold: Hold, key: Tuple[str, str, str], owner: str) -> None:
-        entry = Entry(lock, hold, key, owner)
+        task = asyncio.current_task()
+        entry = Entry(lock, hold, key, owner, lambda: task is not None and not task.done())
         hold.watch = entry
         self._entries.append(entry)
         if self._task is None or self._task.done():
@@ -59,6 +60,12 @@ class Watchdog:
 
     async def _renew(self, e: Entry) -> None:
         lock = e.lock
+        if not e.alive():
+            if e in self._entries:
+                self._entries.remove(e)
+            e.hold.watch = None
+            log.warning("watchdog: %s holds %s but has ended; its lease is left to run out", e.owner, lock.name)
+            return
         args = lock._kind.renew_args(lock.name, e.owner, lock.watchdog_lease_ms)
         try:
             reply = await read(self._transport, lock.name, args, lock.command_timeout)
