@@ -134,3 +134,40 @@ def test_a_cancelled_waiter_leaves_no_grant_behind(server) -> None:
         await r.aclose()
 
     asyncio.run(main())
+
+
+def test_a_release_retried_after_it_failed_is_the_same_request_or_settled_by_asking(server, r, caplog) -> None:
+    caplog.set_level(logging.WARNING, "redis_lockmod")
+    lock = Lock(r, "lost-retried", **FAST)
+    lock.settle_timeout = 0.25  # re-sends as impatient as the first send, so release gives up
+    assert lock.acquire() and lock.acquire() and lock.acquire()
+    owner = lock.owner.encode()
+
+    def fail_a_release() -> None:
+        # Established connections, so that every send goes out (a connection attempt to a
+        # sleeping server fails before sending and is tried again until it wakes).
+        transport = lock._session.transport
+        cls, kwargs = transport._node("lost-retried")
+        for link in [transport._take(cls, kwargs, 0.25) for _ in range(3)]:
+            transport._put(link)
+        with server_asleep(server, 1.5):
+            with pytest.raises(redis.exceptions.TimeoutError):
+                lock.release()
+
+    fail_a_release()
+    lock.release()  # the caller's retry: the same LATCH request, which the latch answers
+    assert r.hgetall("lost-retried") == {owner: b"2"}, "released once, not twice"
+    assert len(r.keys("redisson_unlock_latch:{lost-retried}:*")) == 1
+    fail_a_release()
+    # Retried after the latch's re-send window: settled by asking, not re-sent.
+    hold = lock._session.find(("lock", "lost-retried", lock.owner))
+    hold.pending_unlock.first_sent -= 3600
+    lock.release()
+    assert "settled with LOCK.HOLDS: applied" in caplog.text
+    assert r.hgetall("lost-retried") == {owner: b"1"} and lock.hold_count() == 1
+    fail_a_release()
+    # An acquire after a failed release first reads the hold count back: the unlock ran.
+    assert lock.acquire(blocking=False)
+    assert r.hgetall("lost-retried") == {owner: b"1"}
+    lock.release()
+    assert r.exists("lost-retried") == 0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _kinds, _protocol
-from ._kinds import Args, Kind
+from ._kinds import Kind
 from .errors import LockLostError, LockNotOwnedError
 
 #: Redisson's watchdog: a 30 s lease, renewed every third of it while the lock is held.
@@ -33,6 +33,10 @@ class Hold:
     lost: bool = False
     #: The watchdog's entry while it renews this hold.
     watch: Any = None
+    #: An unlock whose outcome never came back: the next release sends this same request
+    #: (same latch id), so a caller that retries a failed release cannot release twice; an
+    #: acquire first reads the hold count back from the server instead.
+    pending_unlock: Optional[_protocol.PendingUnlock] = None
 
 
 class Session:
@@ -194,10 +198,36 @@ class LockBase:
 
     def _undo_flow(self, attempt: "Attempt", lost: _protocol.ReplyLost) -> _protocol.Flow:
         """The flow that gives back a grant an interrupted acquire may have left."""
-        unlock = self._unlock_args(attempt.owner)
         return _protocol.undo_flow(
-            self._kind, self.name, attempt.owner, lost, attempt.before, unlock, self.settle_timeout
+            self._kind,
+            self.name,
+            attempt.owner,
+            lost,
+            attempt.before,
+            lambda: self._new_unlock(attempt.owner),
+            self.settle_timeout,
         )
+
+    def _pending_flow(self) -> Optional[Tuple[_protocol.Flow, Hold, Tuple[str, str, str]]]:
+        """If an earlier release of this owner failed without an outcome: the flow that reads
+        its hold count back (run before an acquire, which must know where it starts from)."""
+        owner = self.owner
+        key = self._key(owner)
+        hold = self._session.find(key)
+        if hold is None or hold.pending_unlock is None:
+            return None
+        flow = _protocol.sync_holds_flow(self._kind, self.name, owner, hold.pending_unlock, self.settle_timeout)
+        return flow, hold, key
+
+    def _synced(self, hold: Hold, key: Tuple[str, str, str], holds: int) -> bool:
+        """Records the hold count read back; True when nothing is held (the watchdog stops)."""
+        hold.pending_unlock = None
+        hold.count = holds
+        if holds == 0:
+            hold.token = None
+            self._session.forget(key, hold)
+            return True
+        return False
 
     def _refused(self, attempt: "Attempt") -> None:
         """Drops the record an acquire created if it holds nothing."""
@@ -212,10 +242,11 @@ class LockBase:
         return hold.count == 1 and self.watchdog
 
     # -- release ----------------------------------------------------------------------------
-    def _unlock_args(self, owner: str) -> Args:
-        request_id = uuid.uuid4().hex
+    def _new_unlock(self, owner: str) -> _protocol.PendingUnlock:
+        """A new unlock request: its own latch id, a latch that outlives its re-sends."""
         latch = _protocol.latch_ms(self.settle_timeout)
-        return self._kind.unlock_args(self.name, owner, self._lease(), request_id, latch)
+        args = self._kind.unlock_args(self.name, owner, self._lease(), uuid.uuid4().hex, latch)
+        return _protocol.PendingUnlock(args, latch)
 
     def _release_flow(self) -> Tuple[_protocol.Flow, Hold, Tuple[str, str, str]]:
         owner = self.owner
@@ -226,14 +257,21 @@ class LockBase:
                 self._session.forget(key, hold)
                 raise LockLostError(f"lock {self.name!r} was lost before release (lease ran out or force-unlocked)")
             raise LockNotOwnedError(f"cannot release lock {self.name!r}: not held by this owner ({owner})")
+
+        def fresh() -> _protocol.PendingUnlock:
+            hold.pending_unlock = self._new_unlock(owner)
+            return hold.pending_unlock
+
+        pending = hold.pending_unlock or fresh()
         flow = _protocol.release_flow(
-            self._kind, self.name, self._unlock_args(owner), self.command_timeout, self.settle_timeout
+            self._kind, self.name, owner, pending, fresh, hold.count, self.command_timeout, self.settle_timeout
         )
         return flow, hold, key
 
     def _released(self, hold: Hold, key: Tuple[str, str, str], reply: Any) -> bool:
         """Records an unlock's reply; True when the owner holds nothing any more (the watchdog
         stops). Raises `LockLostError` if the server says the owner held nothing."""
+        hold.pending_unlock = None
         if reply is None:
             hold.count = 0
             self._session.forget(key, hold)

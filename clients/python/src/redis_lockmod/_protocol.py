@@ -13,14 +13,17 @@ result, or throws in the error. The rules it implements:
   granted. Only reads are re-sent.
 - Every unlock carries ``LATCH <request id> <ms>``: a lost unlock reply is settled by sending
   the same request again, which the latch answers with the first outcome instead of applying it
-  twice. The latch outlives every re-send.
+  twice. A request is re-sent only within half the latch's life after it was first sent; later
+  (a long outage, or a caller retrying a failed release much later) the unlock is settled like
+  an acquire, by a barrier on every connection it went out on and ``*.HOLDS``.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Generator, Optional, Sequence, Tuple
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, List, Optional, Sequence, Tuple
 
 from . import _names
 from ._kinds import Args, Kind, parse_acquire
@@ -47,14 +50,37 @@ class ReplyLost(Exception):
         self.client_id = client_id
 
 
+class TooLate(Exception):
+    """A `Call` with ``send_by`` could not be sent by then (connecting took too long); nothing
+    was sent."""
+
+
 @dataclass(frozen=True)
 class Call:
     """Send ``commands`` pipelined on one connection to the node of ``key``; the result is the
-    list of replies. ``timeout`` is the socket timeout (None: wait without limit)."""
+    list of replies. ``timeout`` is the socket timeout (None: wait without limit); past
+    ``send_by`` (monotonic seconds) nothing is sent any more (`TooLate`)."""
 
     key: str
     commands: Sequence[Args]
     timeout: Optional[float]
+    send_by: Optional[float] = None
+
+
+@dataclass
+class PendingUnlock:
+    """An unlock request in flight, kept until its outcome is known (across `release` calls)."""
+
+    args: Args
+    latch_ms: int
+    #: When it was first sent (monotonic seconds), None before.
+    first_sent: Optional[float] = None
+    #: The connections it was lost on, for the barrier if it must be settled by asking.
+    lost: List[ReplyLost] = field(default_factory=list)
+
+    def resend_by(self) -> Optional[float]:
+        """Re-sending is safe until half the latch's life has passed since the first send."""
+        return None if self.first_sent is None else self.first_sent + self.latch_ms / 2000
 
 
 @dataclass(frozen=True)
@@ -146,21 +172,39 @@ def settle_acquire(
     return granted, (token if granted else None)
 
 
-def release_flow(kind: Kind, name: str, args: Args, timeout: Optional[float], resend_timeout: Optional[float]) -> Flow:
-    """Sends the latched unlock; a lost reply re-sends the very same request (same latch id),
-    which the server answers with the first outcome, whichever of the two it runs first: no
-    barrier is needed. Returns the unlock's reply."""
+def release_flow(
+    kind: Kind,
+    name: str,
+    owner: str,
+    pending: PendingUnlock,
+    fresh: Callable[[], PendingUnlock],
+    held_before: int,
+    timeout: Optional[float],
+    resend_timeout: Optional[float],
+) -> Flow:
+    """Sends the latched unlock `pending`; a lost reply re-sends the very same request (same
+    latch id), which the server answers with the first outcome, whichever copy runs first: no
+    barrier is needed. Past its re-send window the unlock is settled by asking (see
+    `settle_unlock`). Returns the unlock's reply (nil, 0 or 1)."""
     last: Optional[ReplyLost] = None
     for attempt in range(UNLOCK_ATTEMPTS):
+        send_by = pending.resend_by()
+        if send_by is not None and time.monotonic() > send_by:
+            return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout))
+        if pending.first_sent is None:
+            pending.first_sent = time.monotonic()
         try:
-            replies = yield Call(name, (args,), timeout if attempt == 0 else resend_timeout)
+            replies = yield Call(name, (pending.args,), timeout if attempt == 0 else resend_timeout, send_by)
+        except TooLate:
+            return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout))
         except ReplyLost as lost:
             last = lost
+            pending.lost.append(lost)
             if attempt + 1 == UNLOCK_ATTEMPTS:
                 break
             log.warning(
-                "%s %s: reply lost (%s); re-sending the same LATCH request (attempt %d)",
-                args[0],
+                "%s %s: reply lost (%r); re-sending the same LATCH request (attempt %d)",
+                pending.args[0],
                 name,
                 lost.cause,
                 attempt + 2,
@@ -171,9 +215,63 @@ def release_flow(kind: Kind, name: str, args: Args, timeout: Optional[float], re
     raise last.cause
 
 
-def undo_flow(kind: Kind, name: str, owner: str, lost: ReplyLost, held_before: int, unlock: Args, timeout: Optional[float]) -> Flow:
+def settle_unlock(
+    kind: Kind,
+    name: str,
+    owner: str,
+    pending: PendingUnlock,
+    fresh: Callable[[], PendingUnlock],
+    held_before: int,
+    timeout: Optional[float],
+) -> Flow:
+    """An unlock whose latch may be gone: end every connection it went out on, then compare the
+    owner's hold count with the one before. Lower: it was applied (reply 1 if nothing is left,
+    else 0). Not lower: it never ran, and a new request is sent. Only the owner changes its own
+    count, so the comparison holds however long ago the unlock was sent."""
+    for lost in pending.lost:
+        yield Barrier(lost, timeout)
+    holds, _ = yield from settle_holds(kind, name, owner, False, timeout)
+    applied = holds < held_before
+    log.warning(
+        "%s %s for %s: outcome unknown past its latch window; settled with %s.HOLDS: %s",
+        pending.args[0],
+        name,
+        owner,
+        kind.prefix,
+        "applied" if applied else "not applied, sent again",
+    )
+    if applied:
+        return 1 if holds == 0 else 0
+    again = fresh()
+    again.first_sent = time.monotonic()
+    try:
+        replies = yield Call(name, (again.args,), timeout)
+    except ReplyLost as lost:
+        again.lost.append(lost)
+        raise lost.cause
+    return replies[0]
+
+
+def sync_holds_flow(kind: Kind, name: str, owner: str, pending: PendingUnlock, timeout: Optional[float]) -> Flow:
+    """Before an acquire, after a release that failed without an outcome: end every connection
+    the unlock went out on, then read the owner's hold count, the new local count."""
+    for lost in pending.lost:
+        yield Barrier(lost, timeout)
+    holds, _ = yield from settle_holds(kind, name, owner, False, timeout)
+    return holds
+
+
+def undo_flow(
+    kind: Kind,
+    name: str,
+    owner: str,
+    lost: ReplyLost,
+    held_before: int,
+    fresh: Callable[[], PendingUnlock],
+    timeout: Optional[float],
+) -> Flow:
     """An acquire interrupted while waiting for its reply (a cancelled task, Ctrl-C): if it was
     granted after all, give the hold back, so that no grant is left that nobody knows of."""
     granted, _ = yield from settle_acquire(kind, name, owner, lost, False, held_before, timeout, "interrupted")
     if granted:
-        yield from release_flow(kind, name, unlock, timeout, timeout)
+        yield from release_flow(kind, name, owner, fresh(), fresh, held_before + 1, timeout, timeout)

@@ -35,7 +35,7 @@ from redis.exceptions import (
 from redis.retry import Retry
 
 from ._kinds import Args
-from ._protocol import Barrier, Call, ReplyLost
+from ._protocol import Barrier, Call, ReplyLost, TooLate
 
 #: Sends of one request that the server refused without running it (redirects, loading).
 MAX_REDIRECTS = 6
@@ -165,12 +165,14 @@ class Transport:
     # -- operations -------------------------------------------------------------------------
     def execute(self, op: Any) -> Any:
         if isinstance(op, Call):
-            return self.call(op.key, op.commands, op.timeout)
+            return self.call(op.key, op.commands, op.timeout, op.send_by)
         if isinstance(op, Barrier):
             return self.barrier(op.lost, op.timeout)
         raise TypeError(f"unknown operation {op!r}")
 
-    def call(self, key: str, commands: Sequence[Args], timeout: Optional[float]) -> List[Any]:
+    def call(
+        self, key: str, commands: Sequence[Args], timeout: Optional[float], send_by: Optional[float] = None
+    ) -> List[Any]:
         """Sends `commands` pipelined to `key`'s node and returns their replies. Raises
         `ReplyLost` when the replies did not come; an error reply is raised as redis-py's
         exception (after the remaining replies are read, so the connection stays usable)."""
@@ -187,6 +189,9 @@ class Transport:
                     raise
                 self._refresh(attempt)
                 continue
+            if send_by is not None and time.monotonic() > send_by:
+                self._put(link)
+                raise TooLate()
             sent = False
             try:
                 if ask is not None:

@@ -49,6 +49,11 @@ class _SyncLock(LockBase):
         waits in the server until granted, at most ``timeout`` seconds (None: no limit).
         Returns True when granted."""
         s = self._session
+        pending = self._pending_flow()
+        if pending is not None:
+            flow, hold, key = pending
+            if self._synced(hold, key, run(flow, s.transport)):
+                s.watchdog.unwatch(hold)
         attempt = self._acquire_flow(blocking, timeout)
         try:
             granted, token = run(attempt.flow, s.transport)

@@ -5,6 +5,7 @@ a parked ``BLOCK`` leaves the server's queue at once."""
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections import OrderedDict
 from typing import Any, List, Optional, Sequence, Tuple
@@ -22,7 +23,7 @@ from redis.exceptions import (
 )
 
 from .._kinds import Args
-from .._protocol import Barrier, Call, ReplyLost
+from .._protocol import Barrier, Call, ReplyLost, TooLate
 from .._transport import IDLE_KEYS, IDLE_PER_KEY, MAX_REDIRECTS, address_of, is_cluster, not_run
 
 
@@ -116,12 +117,14 @@ class Transport:
 
     async def execute(self, op: Any) -> Any:
         if isinstance(op, Call):
-            return await self.call(op.key, op.commands, op.timeout)
+            return await self.call(op.key, op.commands, op.timeout, op.send_by)
         if isinstance(op, Barrier):
             return await self.barrier(op.lost, op.timeout)
         raise TypeError(f"unknown operation {op!r}")
 
-    async def call(self, key: str, commands: Sequence[Args], timeout: Optional[float]) -> List[Any]:
+    async def call(
+        self, key: str, commands: Sequence[Args], timeout: Optional[float], send_by: Optional[float] = None
+    ) -> List[Any]:
         """As the sync `Transport.call`."""
         ask: Optional[Tuple[str, int]] = None
         for attempt in range(MAX_REDIRECTS):
@@ -136,6 +139,9 @@ class Transport:
                     raise
                 await self._refresh(attempt)
                 continue
+            if send_by is not None and time.monotonic() > send_by:
+                await self._put(link)
+                raise TooLate()
             sent = False
             try:
                 if ask is not None:

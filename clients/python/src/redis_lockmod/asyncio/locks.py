@@ -39,6 +39,11 @@ class _AsyncLock(LockBase):
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """As the sync `Lock.acquire`, for the current task."""
         s = self._session
+        pending = self._pending_flow()
+        if pending is not None:
+            flow, hold, key = pending
+            if self._synced(hold, key, await run(flow, s.transport)):
+                s.watchdog.unwatch(hold)
         attempt = self._acquire_flow(blocking, timeout)
         try:
             granted, token = await run(attempt.flow, s.transport)
