@@ -50,6 +50,8 @@ pub struct RedisStore<'a> {
     args: &'a Args<'a>,
     now: i64,
     keys: Vec<OpenKey<'a>>,
+    /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
+    write: bool,
 }
 
 impl<'a> RedisStore<'a> {
@@ -59,7 +61,14 @@ impl<'a> RedisStore<'a> {
     }
 
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2) }
+        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2), write: true }
+    }
+
+    /// A store that opens keys for reading only, for a read-only command: Redis looks keys up
+    /// as reads (keyspace hits and misses; on a replica an expired key is not deleted, which a
+    /// write lookup would do), and every write through it fails.
+    pub fn reader(ctx: &Ctx, args: &'a Args<'a>) -> Self {
+        RedisStore { write: false, ..Self::new(ctx, args) }
     }
 
     /// The database the store works in.
@@ -81,13 +90,15 @@ impl<'a> RedisStore<'a> {
         }
     }
 
-    /// The index in `keys` of the handle of `key`, opened for writing on first use.
+    /// The index in `keys` of the handle of `key`, opened on first use (for writing, unless the
+    /// store is a reader). A handle is signalled as modified only if a write changed its key
+    /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
         if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
             return i;
         }
         let name = self.name(key);
-        let handle = self.ctx.open_key(name.raw(), true);
+        let handle = self.ctx.open_key(name.raw(), self.write);
         self.keys.push(OpenKey { name, key: handle });
         self.keys.len() - 1
     }

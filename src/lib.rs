@@ -58,6 +58,8 @@ mod module {
             return Status::Err;
         }
         install_panic_hook();
+        // Commands that change nothing must not abort WATCH or invalidate cached keys.
+        ffi::modified::opt_out(ctx);
         if !ffi::server::register(ctx) {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
             return Status::Err;

@@ -12,6 +12,6 @@ pub fn lock_info(ctx: &Ctx, args: &Args) -> Result<Reply, LockError> {
     }
     let key = args.bytes(1);
     let parked = blocking::parked_on(ctx.selected_db(), key);
-    let mut store = RedisStore::new(ctx, args);
+    let mut store = RedisStore::reader(ctx, args);
     info::info(&mut store, key, &parked)
 }

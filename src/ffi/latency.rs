@@ -1,0 +1,1 @@
+//! Long module work reported to Redis' latency monitor (`LATENCY LATEST`, `LATENCY HISTORY`).

@@ -1,0 +1,1 @@
+//! Whether the server is over its `maxmemory`.
