@@ -56,7 +56,8 @@ pub struct Command {
     pub args: &'static [Arg],
 }
 
-pub const SINCE: &str = "1.0.0";
+/// `COMMAND DOCS` "since": every command so far came with the first release.
+pub const SINCE: &str = crate::version::FIRST_RELEASE;
 
 const fn arg(name: &'static str, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, subargs: &[] }

@@ -151,3 +151,91 @@ fn commands_that_change_nothing_send_no_client_side_caching_invalidation() {
     let seen = t.drain();
     assert!(seen.contains("invalidate") && seen.contains("\r\nl\r\n"), "a release invalidates: {seen:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Load arguments, the load log line, the version.
+
+/// Cargo's version as `MODULE LIST` must show it (independent of src/version.rs).
+fn cargo_version_number() -> i64 {
+    let p: Vec<i64> = env!("CARGO_PKG_VERSION").split('.').map(|x| x.parse().expect("a number")).collect();
+    p[0] * 10000 + p[1] * 100 + p[2]
+}
+
+/// The `ver` of lockmod in `MODULE LIST`, if it is loaded.
+fn listed_version(c: &mut redis::Connection) -> Option<i64> {
+    let list: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(c).expect("MODULE LIST");
+    list.iter().find_map(|m| {
+        let field = |name: &str| {
+            m.chunks(2).find(|kv| redis::from_redis_value::<String>(&kv[0]).ok().as_deref() == Some(name)).map(|kv| &kv[1])
+        };
+        let name: String = redis::from_redis_value(field("name")?).ok()?;
+        (name == "lockmod").then(|| redis::from_redis_value(field("ver")?).ok()).flatten()
+    })
+}
+
+#[test]
+fn module_list_shows_the_cargo_version_encoded_as_redis_modules_do() {
+    let s = Server::start();
+    assert_eq!(listed_version(&mut s.conn()), Some(cargo_version_number()));
+    assert_eq!(cargo_version_number(), 100, "0.1.0 is 100; update this line with Cargo.toml");
+}
+
+#[test]
+fn a_server_given_an_unknown_module_argument_refuses_to_start_and_logs_why() {
+    let dir = std::env::temp_dir().join(format!("lockmod-badarg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let log = dir.join("server.log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let mut child = std::process::Command::new(server_binary())
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--logfile")
+        .arg(&log)
+        .arg("--loadmodule")
+        .arg(module_path())
+        .arg("pubsub")
+        .arg("sharded")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.is_some_and(|s| !s.success()), "the server started anyway: {text}");
+    assert!(text.contains(r#"unknown load argument "pubsub" (2 given; lockmod takes none)"#), "{text}");
+}
+
+#[test]
+fn module_load_with_an_argument_fails_and_a_clean_load_logs_the_version_and_configuration() {
+    let s = Server::start_plain();
+    let mut c = s.conn();
+    let path = module_path().display().to_string();
+    let err = call(&mut c, &["MODULE", "LOAD", &path, "bogus"]).expect_err("loaded with an argument");
+    assert!(err.contains("Error loading the extension"), "{err}");
+    assert_eq!(listed_version(&mut c), None);
+    assert!(s.log().contains(r#"unknown load argument "bogus""#), "{}", s.log());
+    ok(&mut c, &["MODULE", "LOAD", &path]);
+    assert_eq!(listed_version(&mut c), Some(cargo_version_number()));
+    let line = format!(
+        "lockmod {} (module version {}) loaded: lockmod.pubsub=global",
+        env!("CARGO_PKG_VERSION"),
+        cargo_version_number()
+    );
+    assert!(s.log().contains(&line), "no {line:?} in {}", s.log());
+    ok(&mut c, &["MODULE", "UNLOAD", "lockmod"]);
+    ok(&mut c, &["MODULE", "LOADEX", &path, "CONFIG", "lockmod.pubsub", "sharded"]);
+    assert!(s.log().contains("loaded: lockmod.pubsub=sharded"), "{}", s.log());
+}

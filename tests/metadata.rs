@@ -59,7 +59,7 @@ fn every_registered_command_is_documented_with_summary_since_complexity_and_argu
         assert_eq!(text(&docs[0]).to_uppercase(), *name);
         let d = &docs[1];
         assert!(!text(&get(d, "summary")).is_empty(), "{name}");
-        assert_eq!(text(&get(d, "since")), "1.0.0", "{name}");
+        assert_eq!(text(&get(d, "since")), "0.1.0", "{name}");
         assert!(text(&get(d, "complexity")).starts_with("O("), "{name}");
         let args = list(&get(d, "arguments"));
         assert_eq!(text(&get(&args[0], "name")), "key", "{name}");
