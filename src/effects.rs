@@ -341,6 +341,10 @@ impl Store for RedisStore<'_> {
         }
     }
 
+    fn over_maxmemory(&mut self) -> bool {
+        self.ctx.over_maxmemory()
+    }
+
     // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.
 
     fn read_hold_set(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {

@@ -239,3 +239,31 @@ fn module_load_with_an_argument_fails_and_a_clean_load_logs_the_version_and_conf
     ok(&mut c, &["MODULE", "LOADEX", &path, "CONFIG", "lockmod.pubsub", "sharded"]);
     assert!(s.log().contains("loaded: lockmod.pubsub=sharded"), "{}", s.log());
 }
+
+// ---------------------------------------------------------------------------------------------
+// maxmemory.
+
+#[test]
+fn over_maxmemory_an_unlock_of_an_absent_lock_replies_and_publishes_but_writes_no_latch() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "held", "a", "30000"]);
+    let sub = s.subscriber();
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
+    let oom = call(&mut c, &["LOCK.ACQUIRE", "x", "a", "30000"]).expect_err("acquire is deny-oom");
+    assert!(oom.starts_with("OOM"), "{oom}");
+    let unlock = |c: &mut redis::Connection, key: &str, req: &str| {
+        call(c, &["RWLOCK.UNLOCK", key, "a", "WRITE", "30000", "LATCH", req, "5000"]).expect("unlock runs")
+    };
+    assert_eq!(unlock(&mut c, "rw", "r1"), Value::Nil);
+    assert_eq!(keys(&mut c), ["held"], "no latch key in a full server");
+    assert_eq!(sub.take_n(1, Duration::from_secs(2)), msgs(&[(&rwlock_channel("rw"), "1")]), "waiters are told");
+    // A release of a real hold still works when memory is full, and keeps its retry guard.
+    let released = call(&mut c, &["LOCK.UNLOCK", "held", "a", "30000", "LATCH", "r2", "5000"]).expect("release");
+    assert_eq!(int(&released), 1);
+    assert_eq!(keys(&mut c), [latch("held", "r2")]);
+    // With room again, the same unlock records its latch (the check above can fail).
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(unlock(&mut c, "rw", "r3"), Value::Nil);
+    assert_eq!(keys(&mut c), [latch("held", "r2"), latch("rw", "r3")]);
+}

@@ -130,7 +130,7 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
     purge(s, &k, now as f64)?;
     if s.hash_len(key)? == 0 {
         wake_head(s, key, &k)?;
-        latch_record(s, key, latch, 1);
+        super::latch_record_unreleased(s, key, latch, 1);
         return Ok(Reply::Int(1));
     }
     if held.is_none() {

@@ -134,6 +134,15 @@ fn unlock_with_a_latch_answers_a_retry_with_the_first_outcome() {
 }
 
 #[test]
+fn over_maxmemory_an_unlock_of_a_free_lock_writes_no_latch() {
+    let mut s = MemoryStore::at(T0);
+    s.oom = true;
+    let latch = Some(Latch { request_id: b"r1", ttl_ms: 5_000 });
+    assert_eq!(unlock(&mut s, b"fairLock", b"t1", LEASE, latch), Ok(Reply::Int(1)));
+    assert!(!s.exists(&crate::names::unlock_latch(b"fairLock", b"r1")));
+}
+
+#[test]
 fn cancel_in_the_middle_moves_the_later_waiters_up() {
     let mut s = t1_holds_t3_t2_queue();
     s.advance(1_000);

@@ -97,6 +97,13 @@ pub trait Store {
     /// `PUBLISH`.
     fn publish(&mut self, channel: &[u8], message: &[u8]);
 
+    // -- the server ------------------------------------------------------------------------------
+    /// True when the server is over its `maxmemory`. Releases must work then (unlocks are not
+    /// `deny-oom`), but bookkeeping that only grows the keyspace is skipped.
+    fn over_maxmemory(&mut self) -> bool {
+        false
+    }
+
     // -- read holds of the read-write lock -----------------------------------------------------
     // One string key per read hold (`names::read_timeout`), value `1`, with the hold's lease.
     // They are methods of their own so a store may keep an index of their expiries: the
