@@ -198,8 +198,9 @@ pub fn parked_now() -> usize {
     with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
 }
 
-/// The clients parked on `key` in `db`, in arrival order, for `LOCK.INFO`.
-pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
+/// The first `limit` clients parked on `key` in `db`, in arrival order, and how many there
+/// are, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::Parked>, usize) {
     let now = Ctx::now_ms();
     let id = (db, key.to_vec());
     let list = |w: &Waiter| {
@@ -212,7 +213,7 @@ pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
         let owner = w.req.owner().to_vec();
         crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
-    with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
+    with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len()))).flatten().unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every

@@ -192,6 +192,19 @@ impl Store for RedisStore<'_> {
         Ok(out)
     }
 
+    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(k) = self.typed(key, KeyKind::Hash)? {
+            k.key.scan_while(|f, v| {
+                if out.len() < n {
+                    out.push((f.to_vec(), v.to_vec()));
+                }
+                out.len() < n
+            });
+        }
+        Ok(out)
+    }
+
     fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
         let f = self.name(field);
         let i = self.slot(key);
@@ -277,6 +290,10 @@ impl Store for RedisStore<'_> {
 
     fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.list_all_(key)
+    }
+
+    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        self.list_first_(key, n)
     }
 
     fn list_pop_head(&mut self, key: &[u8]) {

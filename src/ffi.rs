@@ -768,26 +768,35 @@ impl Key {
 
     /// Calls `f(field, value)` for every field of a hash (or member, score-string of a zset).
     pub fn scan(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        self.scan_while(|field, value| {
+            f(field, value);
+            true
+        });
+    }
+
+    /// [`Key::scan`] until `f` returns false: the scan stops after the step in progress (a
+    /// step visits one hash bucket, or every field of a small hash), so the work is bounded
+    /// by what `f` wants, not by the size of the hash. `f` may still be called a few times
+    /// after it returned false.
+    pub fn scan_while(&self, mut f: impl FnMut(&[u8], &[u8]) -> bool) {
+        type Visit<'f> = (&'f mut dyn FnMut(&[u8], &[u8]) -> bool, bool);
         extern "C" fn on_element(_key: *mut raw::RedisModuleKey, field: RawStr, value: RawStr, privdata: *mut c_void) {
-            // SAFETY: `privdata` is the `&mut dyn FnMut` passed below, alive during ScanKey.
-            let f = unsafe { &mut *(privdata as *mut &mut dyn FnMut(&[u8], &[u8])) };
+            // SAFETY: `privdata` is the `Visit` passed below, alive during ScanKey.
+            let (f, more) = unsafe { &mut *(privdata as *mut Visit) };
             let v = if value.is_null() { &[][..] } else { str_bytes(value) };
-            f(str_bytes(field), v);
+            *more &= f(str_bytes(field), v);
         }
         if self.ptr.is_null() {
             return;
         }
-        let mut dynf: &mut dyn FnMut(&[u8], &[u8]) = &mut f;
+        let mut visit: Visit = (&mut f, true);
         // SAFETY: the cursor is created and destroyed here; the callback only runs inside
-        // ScanKey, while `dynf` is alive. The key is not modified during the scan.
+        // ScanKey, while `visit` is alive. The key is not modified during the scan.
         unsafe {
             let cursor = api!(RedisModule_ScanCursorCreate)();
-            while api!(RedisModule_ScanKey)(
-                self.ptr,
-                cursor,
-                Some(on_element),
-                &mut dynf as *mut &mut dyn FnMut(&[u8], &[u8]) as *mut c_void,
-            ) != 0
+            while visit.1
+                && api!(RedisModule_ScanKey)(self.ptr, cursor, Some(on_element), &mut visit as *mut Visit as *mut c_void)
+                    != 0
             {}
             api!(RedisModule_ScanCursorDestroy)(cursor);
         }

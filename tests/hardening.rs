@@ -267,3 +267,68 @@ fn over_maxmemory_an_unlock_of_an_absent_lock_replies_and_publishes_but_writes_n
     assert_eq!(unlock(&mut c, "rw", "r3"), Value::Nil);
     assert_eq!(keys(&mut c), [latch("held", "r2"), latch("rw", "r3")]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// LOCK.INFO bounded.
+
+fn field(v: &Value, name: &str) -> Value {
+    let pairs: Vec<(String, Value)> = match v {
+        Value::Array(a) => a.chunks(2).map(|p| (redis::from_redis_value(&p[0]).expect("a name"), p[1].clone())).collect(),
+        other => panic!("expected a flat map, got {other:?}"),
+    };
+    pairs.into_iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("no {name} in {v:?}")).1
+}
+
+fn array_len(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => a.len(),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+#[test]
+fn lock_info_on_a_planted_hash_of_a_million_read_holds_lists_count_of_them() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["HSET", "k", "mode", "read", "f0", "1048576", "f1", "1048576", "f2", "1048576", "f3", "1048576"]);
+    for (args, want) in [(&["LOCK.INFO", "k"][..], 100), (&["LOCK.INFO", "k", "COUNT", "7"][..], 7)] {
+        let r = ok(&mut c, args);
+        assert_eq!(int(&field(&r, "holders_total")), 4);
+        let holders = match field(&r, "holders") {
+            Value::Array(h) => h,
+            other => panic!("{other:?}"),
+        };
+        let ttls: usize = holders.iter().map(|h| array_len(&field(h, "read_holds_pttl"))).sum();
+        assert_eq!(ttls, want, "{args:?}: read-hold TTLs in all");
+        assert!(holders.iter().all(|h| int(&field(h, "count")) == 1_048_576));
+    }
+    assert_eq!(keys(&mut c), ["k"]);
+}
+
+#[test]
+fn lock_info_on_a_long_fair_queue_lists_count_waiters_in_order_with_the_total() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let n = 20_000;
+    let mut rpush = redis::cmd("RPUSH");
+    let mut zadd = redis::cmd("ZADD");
+    rpush.arg(fair_queue("q"));
+    zadd.arg(fair_timeouts("q"));
+    let far = 4_000_000_000_000i64;
+    for i in 0..n {
+        rpush.arg(format!("w{i}"));
+        zadd.arg(far + i).arg(format!("w{i}"));
+    }
+    rpush.query::<()>(&mut c).expect("RPUSH");
+    zadd.query::<()>(&mut c).expect("ZADD");
+    let r = ok(&mut c, &["LOCK.INFO", "q", "COUNT", "50"]);
+    assert_eq!(int(&field(&r, "queue_total")), n);
+    let queue = match field(&r, "queue") {
+        Value::Array(q) => q,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(queue.len(), 50);
+    let owner: String = redis::from_redis_value(&field(&queue[49], "owner")).expect("owner");
+    assert_eq!(owner, "w49");
+    assert!(int(&field(&queue[49], "deadline_in_ms")) > 0);
+}

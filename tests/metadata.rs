@@ -116,7 +116,7 @@ fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
         ("LOCK.UNLOCK", -4, "RW", "delete"),
         ("LOCK.RENEW", 4, "RW", "update"),
         ("LOCK.FORCEUNLOCK", 2, "RM", "delete"),
-        ("LOCK.INFO", 2, "RO", "access"),
+        ("LOCK.INFO", -2, "RO", "access"),
         ("RWLOCK.RLOCK", -4, "RW", "insert"),
         ("RWLOCK.UNLOCK", -5, "RW", "delete"),
         ("RWLOCK.FORCEUNLOCK", 3, "RM", "delete"),

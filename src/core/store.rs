@@ -40,6 +40,13 @@ pub trait Store {
     fn hash_len(&mut self, key: &[u8]) -> Result<usize>;
     /// `HGETALL`, in no particular order.
     fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// At most `n` of the hash's fields with their values (which ones is unspecified), with
+    /// work proportional to `n`, not to the hash: `HSCAN` stopped early.
+    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut all = self.hash_entries(key)?;
+        all.truncate(n);
+        Ok(all)
+    }
     /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value.
     fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64;
     /// `HSET` of one field.
@@ -62,6 +69,12 @@ pub trait Store {
     fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>>;
     /// `LRANGE key 0 -1`.
     fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// `LRANGE key 0 n-1`, in O(n).
+    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        let mut all = self.list_all(key)?;
+        all.truncate(n);
+        Ok(all)
+    }
     /// `LPOP` of a list known to be one (or absent).
     fn list_pop_head(&mut self, key: &[u8]);
     /// `RPUSH` of one element.

@@ -65,10 +65,16 @@ impl RedisStore<'_> {
     }
 
     pub(super) fn list_all_(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let all = |k: &crate::ffi::Key| {
-            (0..k.len() as i64).filter_map(|i| k.list_get(i)).map(|v| v.bytes().to_vec()).collect()
+        self.list_first_(key, usize::MAX)
+    }
+
+    /// The first `n` elements, read in order through one handle (each step moves its iterator
+    /// by one: O(n) in all).
+    pub(super) fn list_first_(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        let first = |k: &crate::ffi::Key| {
+            (0..k.len().min(n) as i64).filter_map(|i| k.list_get(i)).map(|v| v.bytes().to_vec()).collect()
         };
-        Ok(self.with_list(key, all)?.unwrap_or_default())
+        Ok(self.with_list(key, first)?.unwrap_or_default())
     }
 
     pub(super) fn list_pop_head_(&mut self, key: &[u8]) {
