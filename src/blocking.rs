@@ -21,7 +21,7 @@
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::core::reentrant::{self, Acquired};
 use crate::core::{fair, rwlock};
@@ -127,6 +127,9 @@ pub fn acquire(ctx: &Ctx, args: &Args, key: &[u8], owner: &[u8], req: Request, b
 }
 
 mod fair_waiters;
+mod waiters;
+
+use waiters::Waiters;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -153,7 +156,7 @@ struct Waiter {
 
 #[derive(Default)]
 struct Registry {
-    locks: HashMap<LockId, VecDeque<Waiter>>,
+    locks: HashMap<LockId, Waiters>,
     pending: Vec<LockId>,
     pending_timer: Option<TimerId>,
     expiry_timers: HashMap<LockId, (TimerId, i64)>,
@@ -185,7 +188,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(&id, Waiter { client, bc, req, since: Ctx::now_ms() }));
     arm_expiry(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
@@ -195,7 +198,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
-    with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+    with(|r| r.locks.values().map(Waiters::len).sum()).unwrap_or(0)
 }
 
 /// The first `limit` clients parked on `key` in `db`, in arrival order, and how many there
@@ -395,22 +398,12 @@ pub fn on_flush(ctx: &Ctx) {
     }
 }
 
-/// Removes the waiter of `client` (or with blocked handle `bc`), wherever it waits.
-fn take_waiter(matches: impl Fn(&Waiter) -> bool) -> Option<(LockId, Waiter)> {
-    with(|r| {
-        let id = r.locks.iter().find(|(_, q)| q.iter().any(&matches)).map(|(id, _)| id.clone())?;
-        let q = r.locks.get_mut(&id)?;
-        let pos = q.iter().position(&matches)?;
-        q.remove(pos).map(|w| (id, w))
-    })
-    .flatten()
-}
 
 /// A parked client's time ran out: reply what the non-blocking command replies now (which
 /// may be a grant, if the lock came free this very moment).
 pub fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
-    let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
+    let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
@@ -430,7 +423,9 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
-    if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
+    // Found through the index in O(log n): a pool of thousands disconnecting at once must not
+    // search every queue for each client.
+    if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
         stats::DISCONNECTS.inc();
         fair_waiters::gave_up(ctx, &id, &w.req);
         w.bc.unblock(None);
@@ -448,7 +443,7 @@ pub const DEMOTED: &str =
 pub fn on_demoted(ctx: &Ctx) {
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
-        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(VecDeque::pop_front)).flatten() {
+        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {
             stats::DISCONNECTS.inc();
             w.bc.unblock(Some(Reply::Error(DEMOTED.into())));
         }

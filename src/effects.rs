@@ -308,6 +308,10 @@ impl Store for RedisStore<'_> {
         self.list_remove_(key, value)
     }
 
+    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        self.list_remove_many_(key, values)
+    }
+
     fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
         self.zset_len_(key)
     }
@@ -322,6 +326,10 @@ impl Store for RedisStore<'_> {
 
     fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
         self.zset_rem_(key, member)
+    }
+
+    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        self.zset_rem_many_(key, members)
     }
 
     fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {

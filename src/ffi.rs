@@ -142,6 +142,10 @@ needed_apis!(
     RedisModule_SignalModifiedKey,
     RedisModule_GetKeyNameFromModuleKey,
     RedisModule_LatencyAddSample,
+    RedisModule_Call,
+    RedisModule_CallReplyArrayElement,
+    RedisModule_CallReplyStringPtr,
+    RedisModule_FreeCallReply,
 );
 
 // ---------------------------------------------------------------------------------------------

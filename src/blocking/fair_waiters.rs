@@ -72,8 +72,7 @@ pub fn tick(ctx: &Ctx) {
     }
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
-        let has_fair =
-            |q: &std::collections::VecDeque<super::Waiter>| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        let has_fair = |q: &super::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
         r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
     })
     .unwrap_or_default();
@@ -110,17 +109,34 @@ pub fn run_cancels(ctx: &Ctx) {
     if on_replica(ctx) {
         return;
     }
-    for (id, owner, wait) in cancels {
+    // One pass per lock, however many of its waiters gave up together.
+    for (id, batch) in by_lock(cancels) {
         if !ctx.select_db(id.0) {
             continue;
         }
+        let refs: Vec<(&[u8], i64)> = batch.iter().map(|(owner, wait)| (owner.as_slice(), *wait)).collect();
         let args = Args::empty();
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         // Another type under the queue: nothing of ours to remove.
-        let _ = fair::cancel(&mut store, &id.1, &owner, wait);
+        let _ = fair::cancel_many(&mut store, &id.1, &refs);
         drop(store);
         serve(ctx, &id);
     }
+}
+
+/// The cancels grouped by lock, locks in the order they first gave up, each lock's cancels in
+/// the order they came.
+fn by_lock(cancels: Vec<(LockId, Vec<u8>, i64)>) -> Vec<(LockId, Vec<(Vec<u8>, i64)>)> {
+    let mut order: Vec<(LockId, Vec<(Vec<u8>, i64)>)> = Vec::new();
+    let mut at: std::collections::HashMap<LockId, usize> = std::collections::HashMap::new();
+    for (id, owner, wait) in cancels {
+        let i = *at.entry(id.clone()).or_insert_with(|| {
+            order.push((id, Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push((owner, wait));
+    }
+    order
 }
 
 /// The owner first in line in the fair lock's queue, as the keyspace has it now.
@@ -147,7 +163,17 @@ fn on_replica(ctx: &Ctx) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::locks_of_queue;
+    use super::{by_lock, locks_of_queue};
+
+    #[test]
+    fn cancels_are_grouped_by_lock_in_order() {
+        let id = |n: &str| (0, n.as_bytes().to_vec());
+        let c = |l: &str, o: &str, w| (id(l), o.as_bytes().to_vec(), w);
+        let grouped = by_lock(vec![c("a", "1", 1), c("b", "2", 2), c("a", "3", 3), c("c", "4", 4), c("b", "5", 5)]);
+        let names: Vec<(Vec<u8>, Vec<i64>)> =
+            grouped.into_iter().map(|(l, b)| (l.1, b.into_iter().map(|(_, w)| w).collect())).collect();
+        assert_eq!(names, [(b"a".to_vec(), vec![1, 3]), (b"b".to_vec(), vec![2, 5]), (b"c".to_vec(), vec![4])]);
+    }
 
     #[test]
     fn a_queue_key_names_its_locks() {

@@ -81,6 +81,10 @@ pub trait Store {
     fn list_push_tail(&mut self, key: &[u8], value: &[u8]);
     /// `LREM key 0 value`: removes every occurrence; how many there were.
     fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize;
+    /// [`Store::list_remove`] of each of `values`, in one pass over the list.
+    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        values.iter().map(|v| self.list_remove(key, v)).sum()
+    }
 
     // -- zset (the fair lock's deadlines) --------------------------------------------------------
     /// `ZCARD`; `WrongType` if the key is not a zset.
@@ -91,6 +95,10 @@ pub trait Store {
     fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool;
     /// `ZREM` of one member: true if it was there.
     fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool;
+    /// `ZREM key member...`: how many were there.
+    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        members.iter().filter(|m| self.zset_rem(key, m)).count()
+    }
     /// `ZINCRBY key by member` (a new member starts from 0); the new score.
     fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64;
     /// Adds `by` to every member's score: Redisson's `ZINCRBY` loop over `ZRANGE key 0 -1`,
