@@ -216,7 +216,9 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
         let owner = w.req.owner().to_vec();
         crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
-    with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len()))).flatten().unwrap_or_default()
+    with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -397,7 +399,6 @@ pub fn on_flush(ctx: &Ctx) {
         schedule(ctx, id);
     }
 }
-
 
 /// A parked client's time ran out: reply what the non-blocking command replies now (which
 /// may be a grant, if the lock came free this very moment).

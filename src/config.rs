@@ -36,7 +36,12 @@ pub fn describe() -> String {
 
 /// The NOTICE line logged once the module is loaded: its version and configuration.
 pub fn loaded_line() -> String {
-    format!("lockmod {} (module version {}) loaded: {}", crate::version::VERSION, crate::version::MODULE_VERSION, describe())
+    format!(
+        "lockmod {} (module version {}) loaded: {}",
+        crate::version::VERSION,
+        crate::version::MODULE_VERSION,
+        describe()
+    )
 }
 
 /// The warning logged when the module is loaded with arguments (it takes none).

@@ -799,8 +799,12 @@ impl Key {
         unsafe {
             let cursor = api!(RedisModule_ScanCursorCreate)();
             while visit.1
-                && api!(RedisModule_ScanKey)(self.ptr, cursor, Some(on_element), &mut visit as *mut Visit as *mut c_void)
-                    != 0
+                && api!(RedisModule_ScanKey)(
+                    self.ptr,
+                    cursor,
+                    Some(on_element),
+                    &mut visit as *mut Visit as *mut c_void,
+                ) != 0
             {}
             api!(RedisModule_ScanCursorDestroy)(cursor);
         }

@@ -81,7 +81,7 @@ mod tests {
         let since: Vec<&str> = text
             .split("**Available since** ")
             .skip(1)
-            .map(|rest| rest.split(|c: char| c == ' ' || c == '\n').next().unwrap_or("").trim_end_matches('.'))
+            .map(|rest| rest.split([' ', '\n']).next().unwrap_or("").trim_end_matches('.'))
             .collect();
         assert!(since.len() >= 15, "found {since:?}");
         assert!(since.iter().all(|s| *s == FIRST_RELEASE), "{since:?} != {FIRST_RELEASE}");

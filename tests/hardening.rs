@@ -166,7 +166,9 @@ fn listed_version(c: &mut redis::Connection) -> Option<i64> {
     let list: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(c).expect("MODULE LIST");
     list.iter().find_map(|m| {
         let field = |name: &str| {
-            m.chunks(2).find(|kv| redis::from_redis_value::<String>(&kv[0]).ok().as_deref() == Some(name)).map(|kv| &kv[1])
+            m.chunks(2)
+                .find(|kv| redis::from_redis_value::<String>(&kv[0]).ok().as_deref() == Some(name))
+                .map(|kv| &kv[1])
         };
         let name: String = redis::from_redis_value(field("name")?).ok()?;
         (name == "lockmod").then(|| redis::from_redis_value(field("ver")?).ok()).flatten()
@@ -273,7 +275,9 @@ fn over_maxmemory_an_unlock_of_an_absent_lock_replies_and_publishes_but_writes_n
 
 fn field(v: &Value, name: &str) -> Value {
     let pairs: Vec<(String, Value)> = match v {
-        Value::Array(a) => a.chunks(2).map(|p| (redis::from_redis_value(&p[0]).expect("a name"), p[1].clone())).collect(),
+        Value::Array(a) => {
+            a.chunks(2).map(|p| (redis::from_redis_value(&p[0]).expect("a name"), p[1].clone())).collect()
+        }
         other => panic!("expected a flat map, got {other:?}"),
     };
     pairs.into_iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("no {name} in {v:?}")).1
@@ -376,7 +380,9 @@ fn zrange(c: &mut redis::Connection, key: &str) -> Vec<(String, i64)> {
 
 /// Parks `n` fair waiters `w0..` on `doc`, each on its own socket.
 fn park_fair(port: u16, n: usize) -> Vec<TcpStream> {
-    (0..n).map(|i| send_raw(port, &["FAIRLOCK.ACQUIRE", "doc", &format!("w{i}"), "600000", "600000", "BLOCK", "0"])).collect()
+    (0..n)
+        .map(|i| send_raw(port, &["FAIRLOCK.ACQUIRE", "doc", &format!("w{i}"), "600000", "600000", "BLOCK", "0"]))
+        .collect()
 }
 
 /// The `lockmod-*` events `LATENCY LATEST` lists.
@@ -423,11 +429,8 @@ fn thousands_of_parked_waiters_disconnecting_at_once_leave_the_queue_the_zset_an
     wait_until("their queue places gone", || lrange(&mut c, &fair_queue("doc")).len() == left);
     assert_eq!(lrange(&mut c, &fair_queue("doc")), survivors, "the survivors keep their order");
     // Each survivor moved up by the wait of every waiter that left ahead of it.
-    let moved: Vec<(String, i64)> = deadlines
-        .iter()
-        .enumerate()
-        .map(|(k, (w, d))| (w.clone(), d - 600_000 * (9 * k) as i64))
-        .collect();
+    let moved: Vec<(String, i64)> =
+        deadlines.iter().enumerate().map(|(k, (w, d))| (w.clone(), d - 600_000 * (9 * k) as i64)).collect();
     assert_eq!(zrange(&mut c, &fair_timeouts("doc")), moved);
     assert_eq!(info_lockmod(&mut c, "blocked_now"), left as i64, "the registry holds the survivors only");
     assert_eq!(info_lockmod(&mut c, "block_disconnects"), (n - left + 100) as i64);

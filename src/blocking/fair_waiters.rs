@@ -124,10 +124,13 @@ pub fn run_cancels(ctx: &Ctx) {
     }
 }
 
+/// A waiter to cancel: (owner, wait).
+type Cancel = (Vec<u8>, i64);
+
 /// The cancels grouped by lock, locks in the order they first gave up, each lock's cancels in
 /// the order they came.
-fn by_lock(cancels: Vec<(LockId, Vec<u8>, i64)>) -> Vec<(LockId, Vec<(Vec<u8>, i64)>)> {
-    let mut order: Vec<(LockId, Vec<(Vec<u8>, i64)>)> = Vec::new();
+fn by_lock(cancels: Vec<(LockId, Vec<u8>, i64)>) -> Vec<(LockId, Vec<Cancel>)> {
+    let mut order: Vec<(LockId, Vec<Cancel>)> = Vec::new();
     let mut at: std::collections::HashMap<LockId, usize> = std::collections::HashMap::new();
     for (id, owner, wait) in cancels {
         let i = *at.entry(id.clone()).or_insert_with(|| {

@@ -230,7 +230,8 @@ mod tests {
             s.hash_set(b"l", format!("o{i}").as_bytes(), b"1");
         }
         let waiters: Vec<Vec<u8>> = (0..1000).map(|i| format!("w{i}").into_bytes()).collect();
-        let z: BTreeMap<Vec<u8>, f64> = waiters.iter().enumerate().map(|(i, w)| (w.clone(), 2000.0 + i as f64)).collect();
+        let z: BTreeMap<Vec<u8>, f64> =
+            waiters.iter().enumerate().map(|(i, w)| (w.clone(), 2000.0 + i as f64)).collect();
         s.data.insert(names::fair_queue(b"l"), (Value::List(waiters), None));
         s.data.insert(names::fair_timeouts(b"l"), (Value::Zset(z), None));
         let parked: Vec<Parked> =

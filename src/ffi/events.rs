@@ -200,9 +200,8 @@ extern "C" fn free_reply(_ctx: RawCtx, privdata: *mut c_void) {
 
 extern "C" fn on_timeout(ctx: RawCtx, _argv: *mut RawStr, _argc: c_int) -> c_int {
     let ctx = Ctx(ctx);
-    let reply = timed(ctx.0, c"lockmod-timeout", || {
-        guarded("a BLOCK timeout", Reply::Nil, || blocking::on_timeout(&ctx))
-    });
+    let reply =
+        timed(ctx.0, c"lockmod-timeout", || guarded("a BLOCK timeout", Reply::Nil, || blocking::on_timeout(&ctx)));
     ctx.reply(&reply);
     OK
 }
