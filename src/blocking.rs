@@ -27,7 +27,7 @@
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::core::reentrant::{self, Acquired};
 use crate::core::{fair, fencing, rwlock};
@@ -151,6 +151,9 @@ pub use timers::on_timer;
 mod priority;
 
 pub use crate::core::rwlock::Writers;
+mod waiters;
+
+use waiters::Waiters;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -179,7 +182,7 @@ struct Waiter {
 
 #[derive(Default)]
 struct Registry {
-    locks: HashMap<LockId, VecDeque<Waiter>>,
+    locks: HashMap<LockId, Waiters>,
     pending: Vec<LockId>,
     pending_timer: Option<TimerId>,
     expiry_timers: HashMap<LockId, (TimerId, i64)>,
@@ -212,7 +215,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
-    with(|r| r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() }));
+    with(|r| r.locks.entry(id.clone()).or_default().push_back(&id, Waiter { client, bc, req, since: Ctx::now_ms() }));
     arm_expiry(ctx, &id);
     if fair {
         fair_waiters::parked(ctx, &id);
@@ -222,11 +225,12 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
-    with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+    with(|r| r.locks.values().map(Waiters::len).sum()).unwrap_or(0)
 }
 
-/// The clients parked on `key` in `db`, in arrival order, for `LOCK.INFO`.
-pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
+/// The first `limit` clients parked on `key` in `db`, in arrival order, and how many there
+/// are, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::Parked>, usize) {
     let now = Ctx::now_ms();
     let id = (db, key.to_vec());
     let list = |w: &Waiter| {
@@ -239,7 +243,9 @@ pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
         let owner = w.req.owner().to_vec();
         crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
-    with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
+    with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -416,23 +422,12 @@ pub fn on_flush(ctx: &Ctx) {
     }
 }
 
-/// Removes the waiter of `client` (or with blocked handle `bc`), wherever it waits.
-fn take_waiter(matches: impl Fn(&Waiter) -> bool) -> Option<(LockId, Waiter)> {
-    with(|r| {
-        let id = r.locks.iter().find(|(_, q)| q.iter().any(&matches)).map(|(id, _)| id.clone())?;
-        let q = r.locks.get_mut(&id)?;
-        let pos = q.iter().position(&matches)?;
-        q.remove(pos).map(|w| (id, w))
-    })
-    .flatten()
-}
-
 /// A parked client's time ran out: reply what the non-blocking command replies now (which
 /// may be a grant, if the lock came free this very moment). While the module may not write,
 /// the refusal computed by reads alone (`paused::refusal`).
 pub fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
-    let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
+    let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
     let writers = priority::writers_at_timeout(&id, &w.req);
     let (reply, granted) = if paused::gate(ctx) == paused::Gate::Open {
@@ -456,7 +451,9 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
-    if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
+    // Found through the index in O(log n): a pool of thousands disconnecting at once must not
+    // search every queue for each client.
+    if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
         stats::DISCONNECTS.inc();
         fair_waiters::gave_up(ctx, &id, &w.req);
         w.bc.unblock(None);
@@ -474,7 +471,7 @@ pub const DEMOTED: &str =
 pub fn on_demoted(ctx: &Ctx) {
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
-        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(VecDeque::pop_front)).flatten() {
+        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {
             stats::DISCONNECTS.inc();
             w.bc.unblock(Some(Reply::Error(DEMOTED.into())));
         }

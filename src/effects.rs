@@ -50,6 +50,8 @@ pub struct RedisStore<'a> {
     args: &'a Args<'a>,
     now: i64,
     keys: Vec<OpenKey<'a>>,
+    /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
+    write: bool,
 }
 
 impl<'a> RedisStore<'a> {
@@ -59,7 +61,14 @@ impl<'a> RedisStore<'a> {
     }
 
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2) }
+        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2), write: true }
+    }
+
+    /// A store that opens keys for reading only, for a read-only command: Redis looks keys up
+    /// as reads (keyspace hits and misses; on a replica an expired key is not deleted, which a
+    /// write lookup would do), and every write through it fails.
+    pub fn reader(ctx: &Ctx, args: &'a Args<'a>) -> Self {
+        RedisStore { write: false, ..Self::new(ctx, args) }
     }
 
     /// The database the store works in.
@@ -81,13 +90,15 @@ impl<'a> RedisStore<'a> {
         }
     }
 
-    /// The index in `keys` of the handle of `key`, opened for writing on first use.
+    /// The index in `keys` of the handle of `key`, opened on first use (for writing, unless the
+    /// store is a reader). A handle is signalled as modified only if a write changed its key
+    /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
         if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
             return i;
         }
         let name = self.name(key);
-        let handle = self.ctx.open_key(name.raw(), true);
+        let handle = self.ctx.open_key(name.raw(), self.write);
         self.keys.push(OpenKey { name, key: handle });
         self.keys.len() - 1
     }
@@ -189,6 +200,19 @@ impl Store for RedisStore<'_> {
         Ok(out)
     }
 
+    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(k) = self.typed(key, KeyKind::Hash)? {
+            k.key.scan_while(|f, v| {
+                if out.len() < n {
+                    out.push((f.to_vec(), v.to_vec()));
+                }
+                out.len() < n
+            });
+        }
+        Ok(out)
+    }
+
     fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
         let f = self.name(field);
         let i = self.slot(key);
@@ -278,6 +302,10 @@ impl Store for RedisStore<'_> {
         self.list_all_(key)
     }
 
+    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        self.list_first_(key, n)
+    }
+
     fn list_pop_head(&mut self, key: &[u8]) {
         self.list_pop_head_(key)
     }
@@ -288,6 +316,10 @@ impl Store for RedisStore<'_> {
 
     fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
         self.list_remove_(key, value)
+    }
+
+    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        self.list_remove_many_(key, values)
     }
 
     fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -304,6 +336,10 @@ impl Store for RedisStore<'_> {
 
     fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
         self.zset_rem_(key, member)
+    }
+
+    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        self.zset_rem_many_(key, members)
     }
 
     fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
@@ -338,6 +374,10 @@ impl Store for RedisStore<'_> {
         if !cluster {
             self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
         }
+    }
+
+    fn over_maxmemory(&mut self) -> bool {
+        self.ctx.over_maxmemory()
     }
 
     // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.

@@ -43,8 +43,11 @@ macro_rules! api {
 // Declared after `api!` so the macro is in scope there.
 pub mod config;
 pub mod events;
+pub mod latency;
 pub mod lookup;
+pub mod memory;
 pub mod metadata;
+pub mod modified;
 pub mod pause;
 pub mod server;
 
@@ -139,6 +142,14 @@ needed_apis!(
     RedisModule_SubscribeToServerEvent,
     RedisModule_UnblockClient,
     RedisModule_AvoidReplicaTraffic,
+    RedisModule_SetModuleOptions,
+    RedisModule_SignalModifiedKey,
+    RedisModule_GetKeyNameFromModuleKey,
+    RedisModule_LatencyAddSample,
+    RedisModule_Call,
+    RedisModule_CallReplyArrayElement,
+    RedisModule_CallReplyStringPtr,
+    RedisModule_FreeCallReply,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -370,12 +381,15 @@ impl Ctx {
         unsafe { api!(RedisModule_GetContextFlags)(self.0) as u64 }
     }
 
-    /// Opens `name` for reading and writing (or reading only). The key is closed on drop.
+    /// Opens `name` for reading and writing (or reading only). The key is closed on drop, and
+    /// signalled as modified then only if a write through the handle changed it.
     pub fn open_key(&self, name: StrRef, write: bool) -> Key {
         let mode = if write { READ | WRITE } else { READ };
         // SAFETY: `name` is a live module string; the returned handle is closed in `Key::drop`.
         let ptr = unsafe { api!(RedisModule_OpenKey)(self.0, name.ptr, mode) };
-        Key { ctx: self.0, ptr }
+        // Only a handle that can write may need signalling, in the database it was opened in.
+        let db = if write { self.selected_db() } else { -1 };
+        Key { ctx: self.0, ptr, db, changed: std::cell::Cell::new(false) }
     }
 
     pub fn string(&self, bytes: &[u8]) -> RStr {
@@ -614,14 +628,26 @@ pub enum KeyKind {
 }
 
 /// An open key, closed on drop.
+///
+/// The module opts out of Redis' implicit "modified" signal on closing a key opened for
+/// writing (`modified::opt_out`), which would abort `WATCH`es and send client-side caching
+/// invalidations for commands that changed nothing. Instead each write below that changes the
+/// key marks the handle, and closing a marked handle signals, as Redis would have.
 pub struct Key {
     ctx: RawCtx,
     ptr: *mut raw::RedisModuleKey,
+    /// The database the handle was opened in (write handles only).
+    db: i32,
+    /// A write through this handle changed the key.
+    changed: std::cell::Cell<bool>,
 }
 
 impl Drop for Key {
     fn drop(&mut self) {
         if !self.ptr.is_null() {
+            if self.changed.get() {
+                modified::signal(self.ctx, self.ptr, self.db);
+            }
             // SAFETY: we own the handle and close it exactly once.
             unsafe { api!(RedisModule_CloseKey)(self.ptr) };
         }
@@ -669,14 +695,25 @@ impl Key {
         (at >= 0).then_some(at)
     }
 
+    /// Marks the key changed (to be signalled on close) if `changed`; returns `changed`.
+    fn mark(&self, changed: bool) -> bool {
+        if changed {
+            self.changed.set(true);
+        }
+        changed
+    }
+
     pub fn set_expire_at(&self, at: i64) -> bool {
         // SAFETY: live key handle opened for writing (Redis checks and returns an error if not).
-        unsafe { api!(RedisModule_SetAbsExpire)(self.ptr, at) == OK }
+        self.mark(unsafe { api!(RedisModule_SetAbsExpire)(self.ptr, at) == OK })
     }
 
     pub fn delete(&self) -> bool {
+        let existed = self.kind() != KeyKind::Empty;
         // SAFETY: live key handle.
-        unsafe { api!(RedisModule_DeleteKey)(self.ptr) == OK }
+        let ok = unsafe { api!(RedisModule_DeleteKey)(self.ptr) == OK };
+        self.mark(ok && existed);
+        ok
     }
 
     // -- hash ---------------------------------------------------------------------------------
@@ -708,6 +745,7 @@ impl Key {
 
     /// Sets `field` to `value` (creating the hash if needed).
     pub fn hash_set(&self, field: StrRef, value: StrRef) {
+        self.mark(true);
         // SAFETY: variadic (field, value) pair ended by NULL; Redis copies both.
         unsafe {
             api!(RedisModule_HashSet)(
@@ -723,39 +761,54 @@ impl Key {
     /// Deletes `field`; Redis deletes the key when its last field goes.
     pub fn hash_del(&self, field: StrRef) {
         // SAFETY: REDISMODULE_HASH_DELETE is the documented "delete this field" value marker.
-        unsafe {
+        // Redis returns how many fields it deleted.
+        let deleted = unsafe {
             api!(RedisModule_HashSet)(
                 self.ptr,
                 raw::REDISMODULE_HASH_NONE as c_int,
                 field.ptr,
                 raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
                 std::ptr::null_mut::<c_void>(),
-            );
-        }
+            )
+        };
+        self.mark(deleted > 0);
     }
 
     /// Calls `f(field, value)` for every field of a hash (or member, score-string of a zset).
     pub fn scan(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        self.scan_while(|field, value| {
+            f(field, value);
+            true
+        });
+    }
+
+    /// [`Key::scan`] until `f` returns false: the scan stops after the step in progress (a
+    /// step visits one hash bucket, or every field of a small hash), so the work is bounded
+    /// by what `f` wants, not by the size of the hash. `f` may still be called a few times
+    /// after it returned false.
+    pub fn scan_while(&self, mut f: impl FnMut(&[u8], &[u8]) -> bool) {
+        type Visit<'f> = (&'f mut dyn FnMut(&[u8], &[u8]) -> bool, bool);
         extern "C" fn on_element(_key: *mut raw::RedisModuleKey, field: RawStr, value: RawStr, privdata: *mut c_void) {
-            // SAFETY: `privdata` is the `&mut dyn FnMut` passed below, alive during ScanKey.
-            let f = unsafe { &mut *(privdata as *mut &mut dyn FnMut(&[u8], &[u8])) };
+            // SAFETY: `privdata` is the `Visit` passed below, alive during ScanKey.
+            let (f, more) = unsafe { &mut *(privdata as *mut Visit) };
             let v = if value.is_null() { &[][..] } else { str_bytes(value) };
-            f(str_bytes(field), v);
+            *more &= f(str_bytes(field), v);
         }
         if self.ptr.is_null() {
             return;
         }
-        let mut dynf: &mut dyn FnMut(&[u8], &[u8]) = &mut f;
+        let mut visit: Visit = (&mut f, true);
         // SAFETY: the cursor is created and destroyed here; the callback only runs inside
-        // ScanKey, while `dynf` is alive. The key is not modified during the scan.
+        // ScanKey, while `visit` is alive. The key is not modified during the scan.
         unsafe {
             let cursor = api!(RedisModule_ScanCursorCreate)();
-            while api!(RedisModule_ScanKey)(
-                self.ptr,
-                cursor,
-                Some(on_element),
-                &mut dynf as *mut &mut dyn FnMut(&[u8], &[u8]) as *mut c_void,
-            ) != 0
+            while visit.1
+                && api!(RedisModule_ScanKey)(
+                    self.ptr,
+                    cursor,
+                    Some(on_element),
+                    &mut visit as *mut Visit as *mut c_void,
+                ) != 0
             {}
             api!(RedisModule_ScanCursorDestroy)(cursor);
         }
@@ -782,21 +835,22 @@ impl Key {
     /// Replaces the value (of any type) with the string `value`, dropping any expiry.
     pub fn string_set(&self, value: StrRef) -> bool {
         // SAFETY: live key handle opened for writing; Redis copies the value.
-        unsafe { api!(RedisModule_StringSet)(self.ptr, value.ptr) == OK }
+        self.mark(unsafe { api!(RedisModule_StringSet)(self.ptr, value.ptr) == OK })
     }
 
     // -- list ---------------------------------------------------------------------------------
 
     pub fn list_push_tail(&self, value: StrRef) {
         // SAFETY: live key handle opened for writing; Redis copies the value.
-        unsafe { api!(RedisModule_ListPush)(self.ptr, raw::REDISMODULE_LIST_TAIL as c_int, value.ptr) };
+        let ok = unsafe { api!(RedisModule_ListPush)(self.ptr, raw::REDISMODULE_LIST_TAIL as c_int, value.ptr) };
+        self.mark(ok == OK);
     }
 
     /// Pops the head element; Redis deletes the key when it empties.
     pub fn list_pop_head(&self) -> Option<RStr> {
         // SAFETY: live key handle; the popped string is ours to free.
         let p = unsafe { api!(RedisModule_ListPop)(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int) };
-        (!p.is_null()).then_some(RStr { ctx: self.ctx, ptr: p })
+        self.mark(!p.is_null()).then_some(RStr { ctx: self.ctx, ptr: p })
     }
 
     /// The element at `index` (negative counts from the tail).
@@ -808,7 +862,7 @@ impl Key {
 
     pub fn list_delete(&self, index: i64) -> bool {
         // SAFETY: live key handle opened for writing.
-        unsafe { api!(RedisModule_ListDelete)(self.ptr, index as c_long) == OK }
+        self.mark(unsafe { api!(RedisModule_ListDelete)(self.ptr, index as c_long) == OK })
     }
 
     // -- zset ---------------------------------------------------------------------------------
@@ -817,14 +871,17 @@ impl Key {
     pub fn zset_add(&self, score: f64, member: StrRef) {
         let mut flags: c_int = 0;
         // SAFETY: live key handle opened for writing; Redis copies the member.
-        unsafe { api!(RedisModule_ZsetAdd)(self.ptr, score, member.ptr, &mut flags) };
+        let ok = unsafe { api!(RedisModule_ZsetAdd)(self.ptr, score, member.ptr, &mut flags) };
+        // As ZADD: a member re-added with its own score changed nothing.
+        let changed = (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int;
+        self.mark(ok == OK && flags & changed != 0);
     }
 
     pub fn zset_rem(&self, member: StrRef) -> bool {
         let mut deleted: c_int = 0;
         // SAFETY: live key handle opened for writing.
         unsafe { api!(RedisModule_ZsetRem)(self.ptr, member.ptr, &mut deleted) };
-        deleted != 0
+        self.mark(deleted != 0)
     }
 
     pub fn zset_score(&self, member: StrRef) -> Option<f64> {

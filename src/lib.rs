@@ -13,6 +13,7 @@ pub mod hold_index;
 pub mod metadata;
 pub mod names;
 pub mod stats;
+pub mod version;
 
 #[cfg(not(test))]
 mod module {
@@ -55,13 +56,21 @@ mod module {
         ]
     }
 
-    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let missing = ffi::missing_apis();
         if !missing.is_empty() {
             ctx.log_warning(&format!("lockmod needs Redis 7.0 or later; missing {missing:?}"));
             return Status::Err;
         }
+        // A mistyped option must not be ignored: the module takes no arguments at all, and says
+        // so before it registers anything.
+        if let Some(arg) = args.first() {
+            ctx.log_warning(&crate::config::unknown_argument(&arg.to_string_lossy(), args.len()));
+            return Status::Err;
+        }
         install_panic_hook();
+        // Commands that change nothing must not abort WATCH or invalidate cached keys.
+        ffi::modified::opt_out(ctx);
         if !ffi::server::register(ctx) {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
             return Status::Err;
@@ -91,6 +100,7 @@ mod module {
                 return Status::Err;
             }
         }
+        ctx.log_notice(&crate::config::loaded_line());
         Status::Ok
     }
 
@@ -104,7 +114,7 @@ mod module {
 
     redis_module! {
         name: "lockmod",
-        version: 1,
+        version: crate::version::MODULE_VERSION,
         allocator: (crate::ffi::server::CountingAlloc, crate::ffi::server::CountingAlloc),
         data_types: [],
         init: init,

@@ -56,7 +56,8 @@ pub struct Command {
     pub args: &'static [Arg],
 }
 
-pub const SINCE: &str = "1.0.0";
+/// `COMMAND DOCS` "since": every command so far came with the first release.
+pub const SINCE: &str = crate::version::FIRST_RELEASE;
 
 const fn arg(name: &'static str, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, subargs: &[] }
@@ -66,6 +67,7 @@ const KEY: Arg = arg("key", ArgKind::Key);
 const OWNER: Arg = arg("owner", ArgKind::String);
 const LEASE: Arg = arg("lease", ArgKind::Integer);
 const WAIT: Arg = arg("wait", ArgKind::Integer);
+const COUNT: Arg = Arg { name: "count", kind: ArgKind::Integer, token: Some("COUNT"), optional: true, subargs: &[] };
 const BLOCK: Arg = Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
 const TOKEN: Arg = Arg { name: "token", kind: ArgKind::PureToken, token: Some("TOKEN"), optional: true, subargs: &[] };
 const NOQUEUE: Arg =
@@ -128,11 +130,11 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "LOCK.INFO",
         summary: "Shows a lock's kind, holders, lease, queue, parked clients and fencing counter",
-        complexity: "O(N) where N is the number of holds, queued and parked clients",
-        arity: 2,
+        complexity: "O(N) where N is COUNT (default 100): the items listed",
+        arity: -2,
         key: KeyAccess::Read,
         acl: "read",
-        args: &[KEY],
+        args: &[KEY, COUNT],
     },
     Command {
         name: "RWLOCK.RLOCK",

@@ -71,8 +71,7 @@ pub fn parked(ctx: &Ctx, id: &LockId) {
 pub fn tick(ctx: &Ctx) {
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
-        let has_fair =
-            |q: &std::collections::VecDeque<super::Waiter>| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        let has_fair = |q: &super::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
         r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
     })
     .unwrap_or_default();
@@ -113,14 +112,16 @@ pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
 /// waiter behind may now be first in line).
 pub fn run_cancels(ctx: &Ctx) {
     let cancels = CANCELS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    for (id, owner, wait) in cancels {
+    // One pass per lock, however many of its waiters gave up together.
+    for (id, batch) in by_lock(cancels) {
         if !ctx.select_db(id.0) {
             continue;
         }
+        let refs: Vec<(&[u8], i64)> = batch.iter().map(|(owner, wait)| (owner.as_slice(), *wait)).collect();
         let args = Args::empty();
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         // Another type under the queue: nothing of ours to remove.
-        let _ = fair::cancel(&mut store, &id.1, &owner, wait);
+        let _ = fair::cancel_many(&mut store, &id.1, &refs);
         drop(store);
         serve(ctx, &id);
     }
@@ -131,6 +132,24 @@ pub fn run_cancels(ctx: &Ctx) {
 /// primary's queue purge removes their places.
 pub fn forget_cancels() {
     CANCELS.with(|c| c.borrow_mut().clear());
+}
+
+/// A waiter to cancel: (owner, wait).
+type Cancel = (Vec<u8>, i64);
+
+/// The cancels grouped by lock, locks in the order they first gave up, each lock's cancels in
+/// the order they came.
+fn by_lock(cancels: Vec<(LockId, Vec<u8>, i64)>) -> Vec<(LockId, Vec<Cancel>)> {
+    let mut order: Vec<(LockId, Vec<Cancel>)> = Vec::new();
+    let mut at: std::collections::HashMap<LockId, usize> = std::collections::HashMap::new();
+    for (id, owner, wait) in cancels {
+        let i = *at.entry(id.clone()).or_insert_with(|| {
+            order.push((id, Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push((owner, wait));
+    }
+    order
 }
 
 /// The owner first in line in the fair lock's queue, as the keyspace has it now.
@@ -152,7 +171,17 @@ pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
 
 #[cfg(test)]
 mod tests {
-    use super::locks_of_queue;
+    use super::{by_lock, locks_of_queue};
+
+    #[test]
+    fn cancels_are_grouped_by_lock_in_order() {
+        let id = |n: &str| (0, n.as_bytes().to_vec());
+        let c = |l: &str, o: &str, w| (id(l), o.as_bytes().to_vec(), w);
+        let grouped = by_lock(vec![c("a", "1", 1), c("b", "2", 2), c("a", "3", 3), c("c", "4", 4), c("b", "5", 5)]);
+        let names: Vec<(Vec<u8>, Vec<i64>)> =
+            grouped.into_iter().map(|(l, b)| (l.1, b.into_iter().map(|(_, w)| w).collect())).collect();
+        assert_eq!(names, [(b"a".to_vec(), vec![1, 3]), (b"b".to_vec(), vec![2, 5]), (b"c".to_vec(), vec![4])]);
+    }
 
     #[test]
     fn a_queue_key_names_its_locks() {

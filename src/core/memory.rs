@@ -21,6 +21,8 @@ pub struct MemoryStore {
     pub now: i64,
     pub data: HashMap<Vec<u8>, (Value, Option<i64>)>,
     pub published: Vec<(Vec<u8>, Vec<u8>)>,
+    /// What `over_maxmemory` answers.
+    pub oom: bool,
 }
 
 impl MemoryStore {
@@ -334,5 +336,9 @@ impl Store for MemoryStore {
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
+    }
+
+    fn over_maxmemory(&mut self) -> bool {
+        self.oom
     }
 }

@@ -82,6 +82,15 @@ pub fn latch_record<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outco
     }
 }
 
+/// Records the outcome of an unlock that released nothing (the lock was absent or free), except
+/// over `maxmemory`: the unlock still runs and replies, but a new key that frees nothing is not
+/// written into a full server. A retry then runs again and finds nothing to release either.
+pub fn latch_record_unreleased<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outcome: i64) {
+    if latch.is_some() && !s.over_maxmemory() {
+        latch_record(s, key, latch, outcome);
+    }
+}
+
 /// Parses a decimal integer the way Redis does (no spaces, no `+`, no leading zeros).
 pub fn parse_i64(b: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(b).ok()?;

@@ -159,7 +159,7 @@ pub fn unlock<S: Store>(
     let Some(mode) = s.hash_get(key, MODE)? else {
         // Nothing to release: tell waiters anyway, as Redisson does.
         s.publish(&names::rwlock_channel(key), side.message());
-        latch_record(s, key, latch, 1);
+        super::latch_record_unreleased(s, key, latch, 1);
         return Ok(Reply::Nil);
     };
     let outcome = match side {

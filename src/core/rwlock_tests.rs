@@ -183,6 +183,21 @@ fn a_latched_unlock_replays_its_first_outcome() {
 }
 
 #[test]
+fn over_maxmemory_an_unlock_of_an_absent_lock_writes_no_latch_but_a_release_does() {
+    let mut s = store();
+    s.oom = true;
+    let latch = Some(Latch { request_id: b"r1", ttl_ms: 500 });
+    assert_eq!(unlock(&mut s, K, b"a", Side::Write, 1, latch), Ok(Reply::Nil));
+    assert!(!s.exists(&names::unlock_latch(K, b"r1")), "no latch for a release of nothing");
+    assert_eq!(s.take_published(), vec![(CH.into(), "1".into())], "waiters are still told");
+    s.oom = false;
+    write_lock(&mut s, K, b"a", 30_000).unwrap();
+    s.oom = true;
+    assert_eq!(unlock(&mut s, K, b"a", Side::Write, 1, latch), Ok(Reply::Int(1)));
+    assert_eq!(s.pttl(&names::unlock_latch(K, b"r1")), 500, "a real release keeps its retry guard");
+}
+
+#[test]
 fn renew_refreshes_every_read_hold_and_the_lock() {
     let mut s = store();
     write_lock(&mut s, K, b"a", 1_000).unwrap();
