@@ -27,3 +27,29 @@ pub fn set_pubsub(v: i32) -> bool {
 pub fn sharded() -> bool {
     pubsub() == PUBSUB_SHARDED
 }
+
+/// `lockmod.redisson-scripts`: Redisson's own lock scripts run as sent (`off`) or, when the
+/// module recognises one, as the native command (`native`). See `crate::redisson`.
+pub const SCRIPTS_OFF: i32 = 0;
+pub const SCRIPTS_NATIVE: i32 = 1;
+
+static SCRIPTS: AtomicI32 = AtomicI32::new(SCRIPTS_OFF);
+
+pub fn redisson_scripts() -> i32 {
+    SCRIPTS.load(Ordering::Relaxed)
+}
+
+/// Sets `lockmod.redisson-scripts`; false (and no change) for a value that is not one of the above.
+pub fn set_redisson_scripts(v: i32) -> bool {
+    if v != SCRIPTS_OFF && v != SCRIPTS_NATIVE {
+        return false;
+    }
+    SCRIPTS.store(v, Ordering::Relaxed);
+    true
+}
+
+/// The command filter's first (and, when `off`, only) check.
+#[inline]
+pub fn redisson_native() -> bool {
+    redisson_scripts() == SCRIPTS_NATIVE
+}

@@ -43,6 +43,7 @@ macro_rules! api {
 // Declared after `api!` so the macro is in scope there.
 pub mod config;
 pub mod events;
+pub mod filter;
 pub mod metadata;
 pub mod server;
 
@@ -174,6 +175,10 @@ pub unsafe fn dispatch(ctx: RawCtx, argv: *mut RawStr, argc: c_int, handler: Han
         // SAFETY: Redis passes `argc` valid string pointers in `argv`, alive for this call.
         unsafe { std::slice::from_raw_parts(argv, argc as usize) }
     };
+    // A Redisson script the command filter rewrote into this command.
+    if let Some(rc) = unsafe { filter::dispatch_scripted(ctx, argv, handler) } {
+        return rc;
+    }
     let ctx = Ctx(ctx);
     let args = Args { argv };
     let result = catch_unwind(AssertUnwindSafe(|| handler(&ctx, &args)));

@@ -12,6 +12,7 @@ pub mod ffi;
 pub mod hold_index;
 pub mod metadata;
 pub mod names;
+pub mod redisson;
 pub mod stats;
 
 #[cfg(not(test))]
@@ -64,6 +65,10 @@ mod module {
         }
         if !ffi::config::register(ctx) {
             ctx.log_warning("lockmod: could not register or load the module configs");
+            return Status::Err;
+        }
+        if !ffi::filter::register(ctx) {
+            ctx.log_warning("lockmod: could not register the Redisson script filter");
             return Status::Err;
         }
         // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
