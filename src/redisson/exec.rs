@@ -68,6 +68,10 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
     let mut s = RedisStore::new(ctx, args);
     let mut seen = Seen::default();
     let plain = match kind {
+        // A counter at -2 would grant token -1: `[-1, -1]`, which also means "refused".
+        Kind::LockAcquireFenced { token_reply: false } => {
+            s.get(&names::token(key))?.and_then(|v| parse_i64(&v)) != Some(-2)
+        }
         Kind::LockUnlock { latch: true, .. } | Kind::FairUnlock { latch: true, strict: false, .. } => {
             latch_plain(&mut s, key, args.bytes(5))?
         }
@@ -121,7 +125,8 @@ fn convert(kind: Kind, seen: &Seen, reply: Reply) -> Reply {
     match (kind, reply) {
         // The fenced lock's nil/PTTL form counts tokens without replying them.
         (Kind::LockAcquireFenced { token_reply: false }, Reply::Array(v)) => match v.as_slice() {
-            [Reply::Int(-1), _] => Reply::Nil,
+            // `[-1, -1]` is a refusal by a lock without expiry (`check` ruled out token -1).
+            [Reply::Int(-1), Reply::Int(t)] if *t != -1 => Reply::Nil,
             [ttl, _] => ttl.clone(),
             _ => Reply::Array(v),
         },

@@ -95,6 +95,8 @@ fn replies_are_converted_to_each_scripts_own() {
     let fenced = Kind::LockAcquireFenced { token_reply: false };
     assert_eq!(convert(fenced, &seen, Reply::Array(vec![Reply::Int(-1), Reply::Int(7)])), Reply::Nil);
     assert_eq!(convert(fenced, &seen, Reply::Array(vec![Reply::Int(900), Reply::Int(-1)])), Reply::Int(900));
+    // Refused by a lock that has no expiry.
+    assert_eq!(convert(fenced, &seen, Reply::Array(vec![Reply::Int(-1), Reply::Int(-1)])), Reply::Int(-1));
     let token = Kind::LockAcquireFenced { token_reply: true };
     let r = Reply::Array(vec![Reply::Int(-1), Reply::Int(7)]);
     assert_eq!(convert(token, &seen, r.clone()), r);
