@@ -134,7 +134,7 @@ impl Gen {
             }
         };
         let latch_ms = s(["20", "500"][r.gen_range(0..2)]);
-        let wait = s(["30", "5000"][r.gen_range(0..2)]);
+        let wait = s(["300", "5000"][r.gen_range(0..2)]);
         if r.gen_bool(0.6) {
             self.latches += 1;
         }
@@ -272,6 +272,10 @@ fn commands(fam: Family) -> &'static [&'static str] {
 }
 
 fn run_family(fam: Family, seed: u64) {
+    // One family at a time: four servers per family on a small machine are plenty, and the
+    // fewer processes compete, the closer each pair of calls runs.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let scripts = Scripts::load();
     let (seed, ops) = (env("DIFF_SEED", seed), env("DIFF_OPS", 300));
     eprintln!("DIFF_SEED={seed} DIFF_OPS={ops} (per release group)");

@@ -137,11 +137,13 @@ extern "C" fn on_command(fctx: Fctx) {
 }
 
 /// Context flags under which a recognised script is left to Lua: a replica (the script's
-/// reads still work there, the native write command would be refused) or a server loading.
+/// reads still work there, the native write command would be refused), a server loading, or
+/// one over `maxmemory` (a script's first `deny-oom` write fails there with the script's OOM
+/// error, even in an unlock, whose native command Redis would let run).
 const NOT_HERE: u64 = (raw::REDISMODULE_CTX_FLAGS_SLAVE
     | raw::REDISMODULE_CTX_FLAGS_LOADING
-    | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING) as u64;
-const OOM: u64 = raw::REDISMODULE_CTX_FLAGS_OOM as u64;
+    | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING
+    | raw::REDISMODULE_CTX_FLAGS_OOM) as u64;
 
 /// # Safety
 /// `fctx` must be the live filter context of this call.
@@ -184,10 +186,12 @@ unsafe fn filter(fctx: Fctx) {
         return;
     };
     let kind = ROWS[row].kind;
-    let Some(native) = rewrite::native_of(kind) else { return stats::left_to_lua() };
+    if rewrite::native_of(kind).is_none() {
+        return stats::left_to_lua();
+    }
     // SAFETY: a NULL context is allowed: only the server-wide flags are reported.
     let flags = unsafe { api!(RedisModule_GetContextFlags)(null_mut()) } as u64;
-    if flags & NOT_HERE != 0 || (native.deny_oom() && flags & OOM != 0) {
+    if flags & NOT_HERE != 0 {
         return stats::left_to_lua();
     }
     let env = Env { sharded: config::sharded() };

@@ -49,11 +49,6 @@ impl Native {
             Native::FairForceUnlock => "fairlock.forceunlock",
         }
     }
-
-    /// Registered `deny-oom`: over `maxmemory` Redis refuses it where the Lua may still run.
-    pub fn deny_oom(self) -> bool {
-        matches!(self, Native::LockAcquire | Native::RwRlock | Native::RwWlock | Native::FairAcquire)
-    }
 }
 
 /// The native command the scripts of a kind become (`None`: left to Lua).
