@@ -45,13 +45,14 @@ struct Strings {
     markers: Vec<usize>,
     /// The keywords of native arguments and the inner commands' names, for ACL checks.
     words: Vec<(&'static [u8], usize)>,
-    /// A context without a client, for API calls that want one.
-    detached: usize,
     /// Per table row, an `EVAL` body seen (held), to run the script itself by `EVAL`.
     bodies: Vec<AtomicUsize>,
 }
 
 static STRINGS: OnceLock<Strings> = OnceLock::new();
+/// A context without a client, for API calls that want one: made by each load (the module's
+/// memory, `STRINGS` included, outlives a `MODULE UNLOAD`; a context must not).
+static DETACHED: AtomicUsize = AtomicUsize::new(0);
 /// Set once the filter rewrote a call: until then no command looks for a marker.
 static USED: AtomicBool = AtomicBool::new(false);
 
@@ -93,22 +94,25 @@ pub fn register(ctx: &redis_module::Context) -> bool {
         log(c"warning", "lockmod: this server lacks the APIs lockmod.redisson-scripts needs; it has no effect");
         return true;
     }
-    let markers = ROWS
-        .iter()
-        .map(|r| rewrite::native_of(r.kind).map_or(0, |n| new_string(n.name().as_bytes()) as usize))
-        .collect();
-    let words = WORDS
-        .iter()
-        .copied()
-        .chain(acl::COMMANDS.iter().map(|c| c.as_bytes()))
-        .map(|w| (w, new_string(w) as usize))
-        .collect();
     let detached = opt!(RedisModule_GetDetachedThreadSafeContext).map_or(0, |f| {
         // SAFETY: OnLoad context; the detached context lives as long as the module.
         unsafe { f(ctx.ctx) as usize }
     });
-    let bodies = ROWS.iter().map(|_| AtomicUsize::new(0)).collect();
-    let _ = STRINGS.set(Strings { markers, words, detached, bodies });
+    DETACHED.store(detached, Relaxed);
+    // Made once: after a MODULE UNLOAD and LOAD the earlier strings are still valid.
+    STRINGS.get_or_init(|| Strings {
+        markers: ROWS
+            .iter()
+            .map(|r| rewrite::native_of(r.kind).map_or(0, |n| new_string(n.name().as_bytes()) as usize))
+            .collect(),
+        words: WORDS
+            .iter()
+            .copied()
+            .chain(acl::COMMANDS.iter().map(|c| c.as_bytes()))
+            .map(|w| (w, new_string(w) as usize))
+            .collect(),
+        bodies: ROWS.iter().map(|_| AtomicUsize::new(0)).collect(),
+    });
     // SAFETY: OnLoad context; the callback has the signature Redis expects. NOSELF: the
     // module's own RM_Call of a script (the fallback) must reach Lua, not this filter.
     let f = unsafe {
@@ -286,7 +290,7 @@ unsafe fn acl_allows(
     ) else {
         return false;
     };
-    let detached = strings.detached as RawCtx;
+    let detached = DETACHED.load(Relaxed) as RawCtx;
     if detached.is_null() {
         return false;
     }
