@@ -26,7 +26,7 @@ use crate::core::parse_i64;
 use crate::redisson::exec::{self, Outcome};
 use crate::redisson::rewrite::{self, Env, A};
 use crate::redisson::table::{self, ROWS};
-use crate::redisson::{acl, stats};
+use crate::redisson::{acl, reverse, stats, unknown};
 
 type Fctx = *mut raw::RedisModuleCommandFilterCtx;
 
@@ -179,7 +179,7 @@ unsafe fn filter(fctx: Fctx) {
     let (keys, argv) = (&bytes[3..3 + nk], &bytes[3 + nk..]);
     let found = if eval { table::by_body(bytes[1]) } else { table::by_sha(bytes[1]) };
     let Some(row) = found else {
-        if rewrite::looks_like_redisson(keys, argv) && stats::unknown() {
+        if unknown::looks_like_redisson(keys, argv) && stats::unknown() {
             let sha = if eval {
                 sha1_smol::Sha1::from(bytes[1]).digest().to_string()
             } else {
@@ -373,7 +373,7 @@ unsafe fn run_script(c: &Ctx, strings: &Strings, row: usize, args: &Args) {
     let native: Vec<&[u8]> = (1..args.len()).map(|i| args.bytes(i)).collect();
     let env = Env { sharded: config::sharded() };
     let (Some((keys, argv)), Some(call), Some(reply_with), Some(free_reply)) = (
-        rewrite::script_call(kind, &native, env, Ctx::cached_ms()),
+        reverse::script_call(kind, &native, env, Ctx::cached_ms()),
         opt!(RedisModule_Call),
         opt!(RedisModule_ReplyWithCallReply),
         opt!(RedisModule_FreeCallReply),

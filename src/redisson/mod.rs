@@ -8,10 +8,14 @@
 //! exactly what the script would: it converts the replies where Redisson's scripts differ
 //! (older releases, batched renewals), and wherever the native command cannot give the Lua's
 //! answer (an error, a state only some script versions handle) it runs the script itself,
-//! before anything was written. [`stats`] counts what happened, for `INFO lockmod`.
+//! before anything was written ([`reverse`] rebuilds its KEYS and ARGV). [`stats`] counts
+//! what happened, for `INFO lockmod`, [`unknown`] spots scripts that look like Redisson's but
+//! are not in the table, and [`acl`] lists the commands a script runs, for the ACL check.
 
 pub mod acl;
 pub mod exec;
+pub mod reverse;
 pub mod rewrite;
 pub mod stats;
 pub mod table;
+pub mod unknown;

@@ -1,5 +1,5 @@
-//! The argument mapping, both ways, pure: a recognised script's KEYS/ARGV to the native
-//! command's arguments ([`plan`]), and back ([`script_call`], for running the Lua itself).
+//! The argument mapping, pure: a recognised script's KEYS/ARGV to the native command's
+//! arguments ([`plan`]; `super::reverse` maps them back, for running the Lua itself).
 //!
 //! [`plan`] accepts a call only when every key and channel Redisson passed is exactly the one
 //! the module derives from the lock name (so a `NameMapper`, a custom channel or a key prefix
@@ -99,7 +99,7 @@ pub struct Env {
 
 impl Env {
     /// The publish command Redisson passes when it publishes the way the module does.
-    fn publish_cmd(self) -> &'static [u8] {
+    pub(super) fn publish_cmd(self) -> &'static [u8] {
         if self.sharded {
             b"SPUBLISH"
         } else {
@@ -339,166 +339,6 @@ pub fn plan(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> Option<Plan
         Kind::Lua(_) => return None,
     };
     Some(Plan { native, args })
-}
-
-type Call = (Vec<Vec<u8>>, Vec<Vec<u8>>);
-
-/// The KEYS and ARGV Redisson sent, rebuilt from the native arguments (after the command
-/// name) of a call [`plan`] made: what the module runs as the script itself when the native
-/// command cannot answer exactly as the Lua would. `now` stands for the fair lock's
-/// `currentTime`, which the native arguments do not carry (the module uses its own clock).
-pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<Call> {
-    let v = |b: &[u8]| b.to_vec();
-    let arg = |i: usize| native.get(i).map(|b| b.to_vec());
-    let name = arg(0)?;
-    let pubcmd = |p: Publish| match p {
-        Publish::Fixed => None,
-        Publish::Arg(_) => Some(v(env.publish_cmd())),
-    };
-    // LATCH request latch_ms, after `at` positional arguments.
-    let latch = |at: usize| -> Option<(Vec<u8>, Vec<u8>)> {
-        Some((names::unlock_latch(&name, native.get(at + 1)?), arg(at + 2)?))
-    };
-    let now = now.to_string().into_bytes();
-    let call = match kind {
-        Kind::LockAcquire | Kind::LockRenew { .. } => (vec![name.clone()], vec![arg(2)?, arg(1)?]),
-        Kind::LockAcquireFenced { .. } => (vec![name.clone(), names::token(&name)], vec![arg(2)?, arg(1)?]),
-        Kind::LockUnlock { publish, latch: l } => {
-            let mut keys = vec![name.clone(), names::lock_channel(&name)];
-            let mut argv = vec![v(b"0"), arg(2)?, arg(1)?];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(3)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
-        }
-        Kind::LockForceUnlock { publish } => {
-            let mut argv = vec![v(b"0")];
-            argv.extend(pubcmd(publish));
-            (vec![name.clone(), names::lock_channel(&name)], argv)
-        }
-        Kind::RwRead => {
-            let owner = arg(1)?;
-            let keys = vec![name.clone(), names::read_timeout_prefix(&name, &owner)];
-            (keys, vec![arg(2)?, owner.clone(), names::write_field(&owner)])
-        }
-        Kind::RwWrite => (vec![name.clone()], vec![arg(2)?, names::write_field(native.get(1)?)]),
-        Kind::RwUnlockRead { publish, latch: l, .. } => {
-            let owner = arg(1)?;
-            let mut keys = vec![
-                name.clone(),
-                names::rwlock_channel(&name),
-                names::read_timeout_prefix(&name, &owner),
-                names::key_prefix(&name),
-            ];
-            let mut argv = vec![v(b"0"), owner];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(4)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
-        }
-        Kind::RwUnlockWrite { publish, latch: l, .. } => {
-            let mut keys = vec![name.clone(), names::rwlock_channel(&name)];
-            let mut argv = vec![v(b"1"), arg(3)?, names::write_field(native.get(1)?)];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(4)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
-        }
-        Kind::RwForceUnlock { side, publish } => {
-            let mut argv = vec![v(if side == Side::Read { b"0" } else { b"1" })];
-            argv.extend(pubcmd(publish));
-            (vec![name.clone(), names::rwlock_channel(&name)], argv)
-        }
-        Kind::RwRenewAll { .. } => (vec![name.clone(), names::key_prefix(&name)], vec![arg(2)?, arg(1)?]),
-        Kind::RwRenewOwner => (vec![name.clone(), names::key_prefix(&name)], vec![arg(2)?, v(b"1"), arg(1)?]),
-        Kind::FairAcquire(_) | Kind::FairTry { .. } => {
-            let keys = vec![name.clone(), names::fair_queue(&name), names::fair_timeouts(&name)];
-            let argv = if matches!(kind, Kind::FairTry { .. }) {
-                vec![arg(2)?, arg(1)?, now, arg(3)?]
-            } else {
-                vec![arg(2)?, arg(1)?, arg(3)?, now]
-            };
-            (keys, argv)
-        }
-        Kind::FairUnlock { publish, latch: l, .. } => {
-            let mut keys =
-                vec![name.clone(), names::fair_queue(&name), names::fair_timeouts(&name), names::lock_channel(&name)];
-            let mut argv = vec![v(b"0"), arg(2)?, arg(1)?, now];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(3)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
-        }
-        Kind::FairForceUnlock { publish, .. } => {
-            let keys =
-                vec![name.clone(), names::fair_queue(&name), names::fair_timeouts(&name), names::lock_channel(&name)];
-            let mut argv = vec![v(b"0"), now];
-            argv.extend(pubcmd(publish));
-            (keys, argv)
-        }
-        Kind::FairCancel => (vec![names::fair_queue(&name), names::fair_timeouts(&name)], vec![arg(1)?, arg(2)?]),
-        Kind::Lua(_) => return None,
-    };
-    Some(call)
-}
-
-/// A Redisson lock name, `<uuid>:<thread id>` (the client's UUID), or its `:write` field.
-fn is_lock_name(b: &[u8]) -> bool {
-    let b = b.strip_suffix(b":write").unwrap_or(b);
-    if b.len() < 38 || b[36] != b':' {
-        return false;
-    }
-    let uuid = &b[..36];
-    let hex_or_dash =
-        uuid.iter().enumerate().all(
-            |(i, &c)| {
-                if [8, 13, 18, 23].contains(&i) {
-                    c == b'-'
-                } else {
-                    c.is_ascii_hexdigit()
-                }
-            },
-        );
-    hex_or_dash && b[37..].iter().all(u8::is_ascii_digit)
-}
-
-/// True for a script call that is not in the table but looks like one of Redisson's lock
-/// scripts: a later key is a name Redisson derives from `KEYS[1]` (a lock channel, a fair
-/// queue or deadline set, a token counter, an unlock latch, a read-hold prefix), or one of the
-/// first three arguments is a Redisson lock owner (`<uuid>:<thread id>[:write]`). Counted in
-/// `INFO lockmod` so an operator sees the scripts of a Redisson release the table misses.
-pub fn looks_like_redisson(keys: &[&[u8]], argv: &[&[u8]]) -> bool {
-    if argv.iter().take(3).any(|a| is_lock_name(a)) {
-        return true;
-    }
-    let Some(name) = keys.first() else { return false };
-    let derived = [
-        names::lock_channel(name),
-        names::rwlock_channel(name),
-        names::fair_queue(name),
-        names::fair_timeouts(name),
-        names::token(name),
-        names::key_prefix(name),
-    ];
-    let latch = names::unlock_latch(name, b"");
-    let holds = names::suffix(name, b"");
-    keys[1..].iter().any(|k| {
-        derived.iter().any(|d| d.as_slice() == *k)
-            || k.starts_with(&latch)
-            || (k.starts_with(&holds) && k.ends_with(b":rwlock_timeout"))
-    })
 }
 
 #[cfg(test)]
