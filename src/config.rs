@@ -31,7 +31,8 @@ pub fn sharded() -> bool {
 /// The module's configs with their current values, `name=value` separated by spaces.
 pub fn describe() -> String {
     let pubsub = if sharded() { "sharded" } else { "global" };
-    format!("lockmod.pubsub={pubsub}")
+    let scripts = if redisson_native() { "native" } else { "off" };
+    format!("lockmod.pubsub={pubsub} lockmod.redisson-scripts={scripts}")
 }
 
 /// The NOTICE line logged once the module is loaded: its version and configuration.
@@ -51,6 +52,32 @@ pub fn unknown_argument(first: &str, count: usize) -> String {
          Configs are set as `lockmod.pubsub sharded` in redis.conf, `--lockmod.pubsub sharded` on the \
          command line, `MODULE LOADEX <path> CONFIG lockmod.pubsub sharded` or `CONFIG SET`"
     )
+}
+
+/// `lockmod.redisson-scripts`: Redisson's own lock scripts run as sent (`off`) or, when the
+/// module recognises one, as the native command (`native`). See `crate::redisson`.
+pub const SCRIPTS_OFF: i32 = 0;
+pub const SCRIPTS_NATIVE: i32 = 1;
+
+static SCRIPTS: AtomicI32 = AtomicI32::new(SCRIPTS_OFF);
+
+pub fn redisson_scripts() -> i32 {
+    SCRIPTS.load(Ordering::Relaxed)
+}
+
+/// Sets `lockmod.redisson-scripts`; false (and no change) for a value that is not one of the above.
+pub fn set_redisson_scripts(v: i32) -> bool {
+    if v != SCRIPTS_OFF && v != SCRIPTS_NATIVE {
+        return false;
+    }
+    SCRIPTS.store(v, Ordering::Relaxed);
+    true
+}
+
+/// The command filter's first (and, when `off`, only) check.
+#[inline]
+pub fn redisson_native() -> bool {
+    redisson_scripts() == SCRIPTS_NATIVE
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod ffi;
 pub mod hold_index;
 pub mod metadata;
 pub mod names;
+pub mod redisson;
 pub mod stats;
 pub mod version;
 
@@ -77,6 +78,10 @@ mod module {
         }
         if !ffi::config::register(ctx) {
             ctx.log_warning("lockmod: could not register or load the module configs");
+            return Status::Err;
+        }
+        if !ffi::filter::register(ctx) {
+            ctx.log_warning("lockmod: could not register the Redisson script filter");
             return Status::Err;
         }
         // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.

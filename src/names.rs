@@ -138,6 +138,14 @@ pub fn write_field(owner: &[u8]) -> Vec<u8> {
     f
 }
 
+/// `{name}`, or the name itself when it contains `{`: the prefix Redisson's read-lock scripts
+/// build every holder's timeout keys under (`key_prefix:owner:rwlock_timeout:i`).
+pub fn key_prefix(name: &[u8]) -> Vec<u8> {
+    let mut k = suffix(name, b"");
+    k.pop();
+    k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +188,7 @@ mod tests {
         assert_eq!(read_timeout(b"l", b"o:1", 3), b"{l}:o:1:rwlock_timeout:3");
         assert_eq!(read_timeout(b"{l}", b"o", 1), b"{l}:o:rwlock_timeout:1");
         assert_eq!(write_field(b"o:1"), b"o:1:write");
+        assert_eq!(key_prefix(b"l"), b"{l}");
+        assert_eq!(key_prefix(b"a{b}c"), b"a{b}c");
     }
 }

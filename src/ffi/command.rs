@@ -44,6 +44,10 @@ pub unsafe fn dispatch(ctx: RawCtx, argv: *mut RawStr, argc: c_int, handler: Han
         // SAFETY: Redis passes `argc` valid string pointers in `argv`, alive for this call.
         unsafe { std::slice::from_raw_parts(argv, argc as usize) }
     };
+    // A Redisson script the command filter rewrote into this command.
+    if let Some(rc) = unsafe { super::filter::dispatch_scripted(ctx, argv, handler) } {
+        return rc;
+    }
     let ctx = Ctx(ctx);
     let args = Args { argv };
     let result = catch_unwind(AssertUnwindSafe(|| handler(&ctx, &args)));

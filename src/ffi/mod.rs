@@ -50,6 +50,7 @@ mod reply;
 
 pub mod config;
 pub mod events;
+pub mod filter;
 pub mod latency;
 pub mod lookup;
 pub mod memory;

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod diff;
 pub mod names;
 pub mod parked;
+pub mod redisson;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
