@@ -8,7 +8,8 @@
 //!
 //! | command                    | keys (access)                                   | publishes on               |
 //! |----------------------------|-------------------------------------------------|----------------------------|
-//! | `LOCK.ACQUIRE ... TOKEN`   | token counter (rw)                              |                            |
+//! | an acquire `... TOKEN`     | token counter (rw)                              |                            |
+//! | `LOCK.ACQUIRE`, `RWLOCK.RLOCK`/`WLOCK` | queue, deadlines (r), on a free name  |                            |
 //! | `LOCK.UNLOCK`              | latch (rw, with LATCH)                          | lock channel               |
 //! | `LOCK.FORCEUNLOCK`         |                                                 | lock channel               |
 //! | `RWLOCK.RLOCK`             | `T:n`, the new hold's timeout key (w)           |                            |
@@ -21,8 +22,8 @@
 //! | `LOCK.INFO`                | token, queue, deadlines, read holds' `T` (r)    |                            |
 //! | a `BLOCK` grant            | the lock key (rw), then as the acquire          |                            |
 //!
-//! `LOCK.ACQUIRE` without TOKEN, `RWLOCK.WLOCK` and the `RENEW`s of the reentrant and fair
-//! locks touch only the lock key.
+//! The `RENEW`s of the reentrant and fair locks and the `HOLDS` commands touch only the lock
+//! key.
 
 use crate::names;
 
@@ -53,8 +54,9 @@ fn latch(key: &[u8], request_id: Option<&[u8]>) -> Option<Need> {
     request_id.map(|r| Need::Key(names::unlock_latch(key, r), KeyUse::ReadWrite))
 }
 
-/// `LOCK.ACQUIRE ... TOKEN`: the counter is read (checked, replied) and incremented.
-pub fn lock_acquire_fenced(key: &[u8]) -> Vec<Need> {
+/// An acquire with `TOKEN` (`LOCK.ACQUIRE`, `RWLOCK.WLOCK`, `FAIRLOCK.ACQUIRE`): the counter
+/// is read (checked, replied) and incremented.
+pub fn fenced(key: &[u8]) -> Vec<Need> {
     vec![Need::Key(names::token(key), KeyUse::ReadWrite)]
 }
 
@@ -63,6 +65,13 @@ pub fn lock_unlock(key: &[u8], latch_id: Option<&[u8]>) -> Vec<Need> {
     let mut v = vec![Need::Publish(names::lock_channel(key))];
     v.extend(latch(key, latch_id));
     v
+}
+
+/// The acquires of the other kinds (`LOCK.ACQUIRE`, `RWLOCK.RLOCK`, `RWLOCK.WLOCK`) on a free
+/// name: the fair queue and its deadlines are read, so no acquire jumps a live fair waiter
+/// (one name, one kind, `core::kinds`).
+pub fn fair_peek(key: &[u8]) -> Vec<Need> {
+    vec![Need::Key(names::fair_queue(key), KeyUse::Read), Need::Key(names::fair_timeouts(key), KeyUse::Read)]
 }
 
 /// `LOCK.FORCEUNLOCK`.
@@ -143,7 +152,8 @@ mod tests {
     #[test]
     fn each_command_needs_its_derived_names() {
         use KeyUse::*;
-        assert_eq!(lock_acquire_fenced(b"a"), [key("redisson_lock_token:{a}", ReadWrite)]);
+        assert_eq!(fenced(b"a"), [key("redisson_lock_token:{a}", ReadWrite)]);
+        assert_eq!(fair_peek(b"a"), [key("redisson_lock_queue:{a}", Read), key("redisson_lock_timeout:{a}", Read)]);
         assert_eq!(lock_unlock(b"a", None), [publish("redisson_lock__channel:{a}")]);
         assert_eq!(
             lock_unlock(b"a", Some(b"r1")),

@@ -54,6 +54,8 @@ pub struct RedisStore<'a> {
     keys: Vec<OpenKey<'a>>,
     /// Whose ACL the derived keys and channels are checked against.
     access: Access,
+    /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
+    write: bool,
 }
 
 impl<'a> RedisStore<'a> {
@@ -61,14 +63,15 @@ impl<'a> RedisStore<'a> {
     /// expiry during this command.
     #[inline]
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        RedisStore { ctx: *ctx, args, now: Ctx::cached_ms(), keys: Vec::with_capacity(2), access: Access::caller() }
+        let keys = Vec::with_capacity(2);
+        RedisStore { ctx: *ctx, args, now: Ctx::cached_ms(), keys, access: Access::caller(), write: true }
     }
 
     /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
     /// [`RedisStore::for_waiter`] makes it act for a parked client.
     #[inline]
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2), access: Access::module() }
+        RedisStore { ctx: *ctx, args, now, keys: Vec::with_capacity(2), access: Access::module(), write: true }
     }
 
     /// Checks this store's writes against the ACL of the user a parked client ran as.
@@ -80,6 +83,13 @@ impl<'a> RedisStore<'a> {
     /// Who the store runs for: what a client parked now keeps for its grant.
     pub fn who(&mut self) -> Who {
         self.access.who(&self.ctx)
+    }
+
+    /// A store that opens keys for reading only, for a read-only command: Redis looks keys up
+    /// as reads (keyspace hits and misses; on a replica an expired key is not deleted, which a
+    /// write lookup would do), and every write through it fails.
+    pub fn reader(ctx: &Ctx, args: &'a Args<'a>) -> Self {
+        RedisStore { write: false, ..Self::new(ctx, args) }
     }
 
     /// The database the store works in.
@@ -101,13 +111,15 @@ impl<'a> RedisStore<'a> {
         }
     }
 
-    /// The index in `keys` of the handle of `key`, opened for writing on first use.
+    /// The index in `keys` of the handle of `key`, opened on first use (for writing, unless the
+    /// store is a reader). A handle is signalled as modified only if a write changed its key
+    /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
         if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
             return i;
         }
         let name = self.name(key);
-        let handle = self.ctx.open_key(name.raw(), true);
+        let handle = self.ctx.open_key(name.raw(), self.write);
         self.keys.push(OpenKey { name, key: handle });
         self.keys.len() - 1
     }
@@ -151,6 +163,14 @@ impl Store for RedisStore<'_> {
 
     fn exists(&mut self, key: &[u8]) -> bool {
         self.open(key).key.kind() != KeyKind::Empty
+    }
+
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        if let Some(k) = self.is_open(key) {
+            return k.key.kind() != KeyKind::Empty;
+        }
+        let name = self.name(key);
+        self.ctx.key_exists(name.raw())
     }
 
     fn pttl(&mut self, key: &[u8]) -> i64 {
@@ -209,18 +229,32 @@ impl Store for RedisStore<'_> {
         Ok(out)
     }
 
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
+    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(k) = self.typed(key, KeyKind::Hash)? {
+            k.key.scan_while(|f, v| {
+                if out.len() < n {
+                    out.push((f.to_vec(), v.to_vec()));
+                }
+                out.len() < n
+            });
+        }
+        Ok(out)
+    }
+
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
         let current = k.key.hash_get_int(f.raw()).ok().flatten().unwrap_or(0);
-        let next = current.saturating_add(by);
+        // Checked before the write: a count at the edge of the range is HINCRBY's error.
+        let next = crate::core::incremented(current, by)?;
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         k.key.hash_set(f.raw(), v.as_ref());
         let indexed = self.index_field(key, field, Some(next));
         self.effect_on(indexed, key, HASH, c"hincrby", c"HINCRBY", &[Arg::B(key), Arg::B(field), Arg::I(by)]);
-        next
+        Ok(next)
     }
 
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
@@ -271,17 +305,18 @@ impl Store for RedisStore<'_> {
         );
     }
 
-    fn incr(&mut self, key: &[u8]) -> i64 {
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
         let i = self.slot(key);
         let k = &self.keys[i];
         let current = if k.key.kind() == KeyKind::String { crate::core::parse_i64(&k.key.string_get()) } else { None };
-        let next = current.unwrap_or(0).saturating_add(1);
+        // A token at i64::MAX must not be handed out twice: INCR's error, nothing written.
+        let next = crate::core::incremented(current.unwrap_or(0), 1)?;
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         // SET drops an expiry, INCR keeps it: the counter never has one, so they agree.
         k.key.string_set(v.as_ref());
         self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::B(key)]);
-        next
+        Ok(next)
     }
 
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -296,6 +331,10 @@ impl Store for RedisStore<'_> {
         self.list_all_(key)
     }
 
+    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        self.list_first_(key, n)
+    }
+
     fn list_pop_head(&mut self, key: &[u8]) {
         self.list_pop_head_(key)
     }
@@ -306,6 +345,10 @@ impl Store for RedisStore<'_> {
 
     fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
         self.list_remove_(key, value)
+    }
+
+    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        self.list_remove_many_(key, values)
     }
 
     fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -322,6 +365,10 @@ impl Store for RedisStore<'_> {
 
     fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
         self.zset_rem_(key, member)
+    }
+
+    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        self.zset_rem_many_(key, members)
     }
 
     fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
@@ -356,6 +403,10 @@ impl Store for RedisStore<'_> {
         if !cluster {
             self.ctx.replicate(c"PUBLISH", &[Arg::B(channel), Arg::B(message)]);
         }
+    }
+
+    fn over_maxmemory(&mut self) -> bool {
+        self.ctx.over_maxmemory()
     }
 
     // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.

@@ -14,7 +14,9 @@ pub mod ffi;
 pub mod hold_index;
 pub mod metadata;
 pub mod names;
+pub mod redisson;
 pub mod stats;
+pub mod version;
 
 #[cfg(not(test))]
 mod module {
@@ -23,7 +25,7 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::command_fn;
-    use crate::commands::{fair, info, lock, rwlock};
+    use crate::commands::{fair, holds, info, lock, rwlock};
     use crate::ffi::{self, CommandFn};
 
     /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -51,13 +53,23 @@ mod module {
             (c"fairlock.forceunlock", command_fn!(fair::fairlock_forceunlock), c"write"),
             // O(holders + waiters): not `fast`. Read-only, so it runs on a replica.
             (c"lock.info", command_fn!(info::lock_info), c"readonly"),
+            // A client settling a lost reply asks these; read-only, so replicas answer too.
+            (c"lock.holds", command_fn!(holds::lock_holds), c"readonly fast"),
+            (c"rwlock.holds", command_fn!(holds::rwlock_holds), c"readonly fast"),
+            (c"fairlock.holds", command_fn!(holds::fairlock_holds), c"readonly fast"),
         ]
     }
 
-    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let missing = ffi::missing_apis();
         if !missing.is_empty() {
             ctx.log_warning(&format!("lockmod needs Redis 7.0 or later; missing {missing:?}"));
+            return Status::Err;
+        }
+        // A mistyped option must not be ignored: the module takes no arguments at all, and says
+        // so before it registers anything.
+        if let Some(arg) = args.first() {
+            ctx.log_warning(&crate::config::unknown_argument(&arg.to_string_lossy(), args.len()));
             return Status::Err;
         }
         install_panic_hook();
@@ -68,12 +80,18 @@ mod module {
             ctx.log_notice("lockmod: ACL or EXEC is renamed: each command's caller is looked up and checked");
         }
         crate::caller::set_tracked(tracked);
+        // Commands that change nothing must not abort WATCH or invalidate cached keys.
+        ffi::modified::opt_out(ctx);
         if !ffi::server::register(ctx) {
             ctx.log_warning("lockmod: could not register the INFO section or the command filter");
             return Status::Err;
         }
         if !ffi::config::register(ctx) {
             ctx.log_warning("lockmod: could not register or load the module configs");
+            return Status::Err;
+        }
+        if !ffi::filter::register(ctx) {
+            ctx.log_warning("lockmod: could not register the Redisson script filter");
             return Status::Err;
         }
         // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
@@ -97,6 +115,7 @@ mod module {
                 return Status::Err;
             }
         }
+        ctx.log_notice(&crate::config::loaded_line());
         Status::Ok
     }
 
@@ -110,7 +129,7 @@ mod module {
 
     redis_module! {
         name: "lockmod",
-        version: 1,
+        version: crate::version::MODULE_VERSION,
         allocator: (crate::ffi::server::CountingAlloc, crate::ffi::server::CountingAlloc),
         data_types: [],
         init: init,

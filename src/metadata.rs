@@ -63,7 +63,8 @@ pub struct Command {
     pub args: &'static [Arg],
 }
 
-pub const SINCE: &str = "1.0.0";
+/// `COMMAND DOCS` "since": every command so far came with the first release.
+pub const SINCE: &str = crate::version::FIRST_RELEASE;
 
 const fn arg(name: &'static str, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, subargs: &[] }
@@ -73,6 +74,7 @@ const KEY: Arg = arg("key", ArgKind::Key);
 const OWNER: Arg = arg("owner", ArgKind::String);
 const LEASE: Arg = arg("lease", ArgKind::Integer);
 const WAIT: Arg = arg("wait", ArgKind::Integer);
+const COUNT: Arg = Arg { name: "count", kind: ArgKind::Integer, token: Some("COUNT"), optional: true, subargs: &[] };
 const BLOCK: Arg = Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
 const TOKEN: Arg = Arg { name: "token", kind: ArgKind::PureToken, token: Some("TOKEN"), optional: true, subargs: &[] };
 const NOQUEUE: Arg =
@@ -135,11 +137,11 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "LOCK.INFO",
         summary: "Shows a lock's kind, holders, lease, queue, parked clients and fencing counter",
-        complexity: "O(N) where N is the number of holds, queued and parked clients",
-        arity: 2,
+        complexity: "O(N) where N is COUNT (default 100): the items listed",
+        arity: -2,
         key: KeyAccess::Read,
         acl: "read slow",
-        args: &[KEY],
+        args: &[KEY, COUNT],
     },
     Command {
         name: "RWLOCK.RLOCK",
@@ -152,12 +154,12 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "RWLOCK.WLOCK",
-        summary: "Acquires the write hold of a read-write lock",
+        summary: "Acquires the write hold of a read-write lock, optionally waiting and fenced",
         complexity: "O(1)",
         arity: -4,
         key: KeyAccess::ReadUpdate,
         acl: "write slow blocking",
-        args: &[KEY, OWNER, LEASE, BLOCK],
+        args: &[KEY, OWNER, LEASE, BLOCK, TOKEN],
     },
     Command {
         name: "RWLOCK.UNLOCK",
@@ -188,12 +190,12 @@ pub static COMMANDS: &[Command] = &[
     },
     Command {
         name: "FAIRLOCK.ACQUIRE",
-        summary: "Acquires a fair lock (Redisson RFairLock) or joins its queue",
+        summary: "Acquires a fair lock (Redisson RFairLock) or joins its queue, optionally fenced",
         complexity: "O(N) where N is the number of queued waiters",
         arity: -5,
         key: KeyAccess::ReadUpdate,
         acl: "write slow blocking",
-        args: &[KEY, OWNER, LEASE, WAIT, NOQUEUE, BLOCK],
+        args: &[KEY, OWNER, LEASE, WAIT, NOQUEUE, BLOCK, TOKEN],
     },
     Command {
         name: "FAIRLOCK.UNLOCK",
@@ -230,5 +232,32 @@ pub static COMMANDS: &[Command] = &[
         key: KeyAccess::Delete,
         acl: "write slow",
         args: &[KEY],
+    },
+    Command {
+        name: "LOCK.HOLDS",
+        summary: "Returns how many holds an owner has on a reentrant or fenced lock",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Read,
+        acl: "read fast",
+        args: &[KEY, OWNER],
+    },
+    Command {
+        name: "RWLOCK.HOLDS",
+        summary: "Returns an owner's read and write hold counts on a read-write lock",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Read,
+        acl: "read fast",
+        args: &[KEY, OWNER],
+    },
+    Command {
+        name: "FAIRLOCK.HOLDS",
+        summary: "Returns how many holds an owner has on a fair lock",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Read,
+        acl: "read fast",
+        args: &[KEY, OWNER],
     },
 ];

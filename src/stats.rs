@@ -74,12 +74,13 @@ pub fn reset() {
     for c in ALL {
         c.0.store(0, Relaxed);
     }
+    crate::redisson::stats::reset();
 }
 
 /// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).
 pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
     let g = |c: &Counter| c.get() as i64;
-    vec![
+    let mut fields = vec![
         ("acquired", g(&ACQUIRED)),
         ("refused", g(&REFUSED)),
         ("reentries", g(&REENTRIES)),
@@ -94,7 +95,9 @@ pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
         ("expired_while_held", g(&EXPIRED_HELD)),
         ("memory_bytes", MEMORY.load(Relaxed)),
         ("indexed_read_holds", crate::hold_index::positions() as i64),
-    ]
+    ];
+    fields.extend(crate::redisson::stats::info_fields());
+    fields
 }
 
 // -- Leases that expire while held ------------------------------------------------------------

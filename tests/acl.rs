@@ -41,6 +41,11 @@ fn a_tenant_is_refused_every_derived_key_and_channel_outside_its_patterns_and_no
         ("redisson_lock__channel:{app:x}", "redisson_rwlock:{app:y}", "redisson_lock_queue:{app:z}");
     let cases: &[(&[&str], String)] = &[
         (&["LOCK.ACQUIRE", "app:n", "o", "30000", "TOKEN"], key("redisson_lock_token:{app:n}")),
+        (&["RWLOCK.WLOCK", "app:n", "o", "30000", "TOKEN"], key("redisson_lock_token:{app:n}")),
+        (&["FAIRLOCK.ACQUIRE", "app:n", "o", "30000", "5000", "TOKEN"], key("redisson_lock_token:{app:n}")),
+        // A free name: its fair queue is read (one name, one kind).
+        (&["LOCK.ACQUIRE", "app:n", "o", "30000"], key("redisson_lock_queue:{app:n}")),
+        (&["RWLOCK.WLOCK", "app:n", "o", "30000"], key("redisson_lock_queue:{app:n}")),
         (&["LOCK.UNLOCK", "app:x", "o", "30000"], channel(lock_ch)),
         (&["LOCK.UNLOCK", "app:x", "o", "30000", "LATCH", "r1", "1000"], channel(lock_ch)),
         (&["LOCK.FORCEUNLOCK", "app:x"], channel(lock_ch)),
@@ -72,10 +77,24 @@ fn a_tenant_is_refused_every_derived_key_and_channel_outside_its_patterns_and_no
         channel("redisson_lock__channel:{app:z}:t2"),
     );
     denied(&mut admin, &mut t3, &["FAIRLOCK.FORCEUNLOCK", "app:z"], channel("redisson_lock__channel:{app:z}:t2"));
-    // What touches only the lock key works.
-    assert_eq!(ok(&mut t, &["LOCK.ACQUIRE", "app:n", "o", "30000"]), Value::Nil);
-    assert_eq!(ok(&mut t, &["LOCK.RENEW", "app:n", "o", "30000"]), Value::Int(1));
-    assert_eq!(ok(&mut t, &["RWLOCK.WLOCK", "app:w", "o", "30000"]), Value::Nil);
+    // What touches only the lock key works: renewals, queries, acquires of a held name.
+    assert_eq!(ok(&mut t, &["LOCK.RENEW", "app:x", "o", "30000"]), Value::Int(1));
+    assert_eq!(ok(&mut t, &["LOCK.ACQUIRE", "app:x", "o", "30000"]), Value::Nil);
+    assert_eq!(ok(&mut t, &["LOCK.HOLDS", "app:x", "o"]), Value::Int(2));
+    assert_eq!(ok(&mut t, &["RWLOCK.HOLDS", "app:y", "r1"]), Value::Array(vec![Value::Int(1), Value::Int(0)]));
+    assert_eq!(ok(&mut t, &["FAIRLOCK.HOLDS", "app:z", "t1"]), Value::Int(1));
+    assert!(matches!(ok(&mut t, &["RWLOCK.WLOCK", "app:y", "o", "30000"]), Value::Int(_)));
+    // Read access to the fair queue and deadlines is enough to acquire a free name.
+    user(&mut admin, "t4", &[TENANT, &["%R~redisson_lock_queue:{app:*}", "%R~redisson_lock_timeout:{app:*}"]].concat());
+    let mut t4 = conn_as(&s, "t4");
+    assert_eq!(ok(&mut t4, &["LOCK.ACQUIRE", "app:n", "o", "30000"]), Value::Nil);
+    assert_eq!(ok(&mut t4, &["RWLOCK.WLOCK", "app:w", "o", "30000"]), Value::Nil);
+    denied(
+        &mut admin,
+        &mut t4,
+        &["FAIRLOCK.ACQUIRE", "app:v", "o", "30000", "5000"],
+        key("redisson_lock_queue:{app:v}"),
+    );
     assert!(sub.take().is_empty());
 }
 

@@ -40,6 +40,7 @@ fn example(name: &str) -> Vec<&'static str> {
     match name {
         "LOCK.INFO" | "LOCK.FORCEUNLOCK" | "FAIRLOCK.FORCEUNLOCK" => vec!["k"],
         "RWLOCK.FORCEUNLOCK" => vec!["k", "READ"],
+        "LOCK.HOLDS" | "RWLOCK.HOLDS" | "FAIRLOCK.HOLDS" => vec!["k", "o"],
         "RWLOCK.UNLOCK" => vec!["k", "o", "WRITE", "1000"],
         "FAIRLOCK.ACQUIRE" => vec!["k", "o", "1000", "1000"],
         _ => vec!["k", "o", "1000"],
@@ -59,7 +60,7 @@ fn every_registered_command_is_documented_with_summary_since_complexity_and_argu
         assert_eq!(text(&docs[0]).to_uppercase(), *name);
         let d = &docs[1];
         assert!(!text(&get(d, "summary")).is_empty(), "{name}");
-        assert_eq!(text(&get(d, "since")), "1.0.0", "{name}");
+        assert_eq!(text(&get(d, "since")), "0.1.0", "{name}");
         assert!(text(&get(d, "complexity")).starts_with("O("), "{name}");
         let args = list(&get(d, "arguments"));
         assert_eq!(text(&get(&args[0], "name")), "key", "{name}");
@@ -118,7 +119,10 @@ fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
         ("LOCK.UNLOCK", -4, &["RW", "access", "update"]),
         ("LOCK.RENEW", 4, &["RW", "update"]),
         ("LOCK.FORCEUNLOCK", 2, &["RM", "delete"]),
-        ("LOCK.INFO", 2, &["RO", "access"]),
+        ("LOCK.INFO", -2, &["RO", "access"]),
+        ("LOCK.HOLDS", 3, &["RO", "access"]),
+        ("RWLOCK.HOLDS", 3, &["RO", "access"]),
+        ("FAIRLOCK.HOLDS", 3, &["RO", "access"]),
         ("RWLOCK.RLOCK", -4, &["RW", "access", "update"]),
         ("RWLOCK.WLOCK", -4, &["RW", "access", "update"]),
         ("RWLOCK.UNLOCK", -5, &["RW", "access", "update"]),

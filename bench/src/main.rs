@@ -1,7 +1,8 @@
 //! The benchmark driver behind `make bench` and `make bench-quick` (issue 10).
 //!
-//! It starts a `redis-server` with the module and a second one without it, runs the five parts
-//! (server cost per call, scaling with N, throughput, contended hand-off, memory), prints the tables
+//! It starts a `redis-server` with the module and a second one without it, runs the six parts
+//! (server cost per call, scaling with N, throughput, contended hand-off, memory, Redisson's own
+//! scripts run natively), prints the tables
 //! on stdout and progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
@@ -16,6 +17,7 @@ mod part2;
 mod part3;
 mod part4;
 mod part5;
+mod part6;
 mod report;
 mod server;
 mod stats;
@@ -130,13 +132,15 @@ fn raise_fd_limit() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: lockmod-bench [--quick] [--out DIR] [--module PATH] [--server BIN]");
+    eprintln!("usage: lockmod-bench [--quick] [--part N] [--out DIR] [--module PATH] [--server BIN]");
     std::process::exit(2)
 }
 
 fn run() -> Res<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut quick = false;
+    // `--part N`: run only part N (while working on it); the report then has only that part.
+    let mut only: Option<u32> = None;
     let mut out = root.join("../docs");
     let mut module = std::env::var("LOCKMOD_MODULE")
         .map(PathBuf::from)
@@ -146,6 +150,7 @@ fn run() -> Res<()> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--part" => only = Some(args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| usage())),
             "--out" => out = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             "--module" => module = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             "--server" => binary = args.next().unwrap_or_else(|| usage()),
@@ -165,11 +170,13 @@ fn run() -> Res<()> {
     let mut b = Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone() };
 
     let started = std::time::Instant::now();
-    part1::run(&mut b)?;
-    part2::run(&mut b)?;
-    part3::run(&mut b)?;
-    part4::run(&mut b)?;
-    part5::run(&mut b)?;
+    let parts: [fn(&mut Bench) -> Res<()>; 6] =
+        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run];
+    for (i, part) in parts.iter().enumerate() {
+        if only.is_none_or(|n| n as usize == i + 1) {
+            part(&mut b)?;
+        }
+    }
     let header = header(&b, &binary, started.elapsed().as_secs())?;
     let mut md = b.report.markdown(&header);
     // Hand-written notes (profiles, what bounds a missed target) survive every regeneration.

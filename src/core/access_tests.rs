@@ -4,8 +4,11 @@
 
 // Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 use super::fair::{self, IfRefused};
+use super::fencing::fenced;
+use super::info::ParkedList;
 use super::memory::MemoryStore;
-use super::{info, reentrant, rwlock, Denied, Latch, LockError, Store};
+use super::rwlock::Writers;
+use super::{holds, info, reentrant, rwlock, Denied, Latch, LockError, Store};
 use crate::access::{KeyUse, Need};
 
 const K: &[u8] = b"l";
@@ -21,8 +24,8 @@ fn setup_lock(s: &mut MemoryStore) {
 }
 
 fn setup_reads(s: &mut MemoryStore) {
-    rwlock::read_lock(s, K, b"a", 30_000).unwrap();
-    rwlock::read_lock(s, K, b"b", 30_000).unwrap();
+    rwlock::read_lock(s, K, b"a", 30_000, Writers::None).unwrap();
+    rwlock::read_lock(s, K, b"b", 30_000, Writers::None).unwrap();
 }
 
 /// A held fair lock with an expired waiter `x` at the head, then `w`: a release wakes `w`.
@@ -48,12 +51,29 @@ fn cases() -> Vec<Case> {
     use KeyUse::*;
     let latch_key = || key("redisson_unlock_latch:{l}:r", ReadWrite);
     let fair_keys = || vec![key("redisson_lock_queue:{l}", ReadWrite), key("redisson_lock_timeout:{l}", ReadWrite)];
+    // An acquire of another kind on a free name reads the fair queue (one name, one kind).
+    let peek = || vec![key("redisson_lock_queue:{l}", Read), key("redisson_lock_timeout:{l}", Read)];
+    let token = || key("redisson_lock_token:{l}", ReadWrite);
     vec![
+        ("acquire", |_| {}, |s| reentrant::acquire(s, K, b"a", 1_000).map(drop), peek()),
         (
             "fenced acquire",
             |_| {},
-            |s| reentrant::acquire_fenced(s, K, b"a", 1_000).map(drop),
-            vec![key("redisson_lock_token:{l}", ReadWrite)],
+            |s| fenced(s, K, |s| reentrant::acquire(s, K, b"a", 1_000)).map(drop),
+            [vec![token()], peek()].concat(),
+        ),
+        ("write lock", |_| {}, |s| rwlock::write_lock(s, K, b"a", 1_000).map(drop), peek()),
+        (
+            "fenced write lock",
+            |_| {},
+            |s| fenced(s, K, |s| rwlock::write_lock(s, K, b"a", 1_000)).map(drop),
+            [vec![token()], peek()].concat(),
+        ),
+        (
+            "fenced fair acquire",
+            |_| {},
+            |s| fenced(s, K, |s| fair::acquire(s, K, b"a", 1_000, 1_000, IfRefused::Queue)).map(drop),
+            [vec![token()], fair_keys()].concat(),
         ),
         (
             "unlock",
@@ -70,13 +90,13 @@ fn cases() -> Vec<Case> {
         (
             "first read hold",
             |_| {},
-            |s| rwlock::read_lock(s, K, b"a", 1_000).map(drop),
-            vec![key("{l}:a:rwlock_timeout:1", Write)],
+            |s| rwlock::read_lock(s, K, b"a", 1_000, Writers::None).map(drop),
+            [vec![key("{l}:a:rwlock_timeout:1", Write)], peek()].concat(),
         ),
         (
             "second read hold",
             setup_reads,
-            |s| rwlock::read_lock(s, K, b"a", 1_000).map(drop),
+            |s| rwlock::read_lock(s, K, b"a", 1_000, Writers::None).map(drop),
             vec![key("{l}:a:rwlock_timeout:2", Write)],
         ),
         (
@@ -109,6 +129,7 @@ fn cases() -> Vec<Case> {
             v
         }),
         ("fair cancel", setup_fair, |s| fair::cancel(s, K, b"w", 1_000).map(drop), fair_keys()),
+        ("fair cancels", setup_fair, |s| fair::cancel_many(s, K, &[(b"w", 1_000), (b"x", 1_000)]), fair_keys()),
         ("fair force unlock", setup_fair, |s| fair::force_unlock(s, K).map(drop), {
             let mut v = fair_keys();
             v.push(publish("redisson_lock__channel:{l}:w"));
@@ -117,7 +138,7 @@ fn cases() -> Vec<Case> {
         (
             "info",
             setup_reads,
-            |s| info::info(s, K, &[]).map(drop),
+            |s| info::info(s, K, 100, ParkedList::default()).map(drop),
             vec![
                 key("redisson_lock_token:{l}", Read),
                 key("redisson_lock_queue:{l}", Read),
@@ -181,11 +202,18 @@ fn an_unrestricted_caller_is_asked_for_nothing() {
 #[test]
 fn commands_that_touch_only_the_lock_key_check_nothing() {
     let mut s = MemoryStore::at(1_000_000);
-    s.acl = Some(Vec::new());
     reentrant::acquire(&mut s, K, b"a", 1_000).unwrap();
+    rwlock::write_lock(&mut s, b"w", b"a", 1_000).unwrap();
+    s.acl = Some(Vec::new());
+    // Re-entries and refusals of held locks: the name is not free, no queue is read.
+    reentrant::acquire(&mut s, K, b"a", 1_000).unwrap();
+    reentrant::acquire(&mut s, K, b"b", 1_000).unwrap();
     reentrant::renew(&mut s, K, b"a", 1_000).unwrap();
     rwlock::write_lock(&mut s, b"w", b"a", 1_000).unwrap();
+    rwlock::write_lock(&mut s, b"w", b"b", 1_000).unwrap();
     fair::renew(&mut s, K, b"a", 1_000).unwrap();
+    holds::holds(&mut s, K, b"a").unwrap();
+    holds::rw_holds(&mut s, b"w", b"a").unwrap();
     assert!(s.checked.is_empty(), "{:?}", s.checked);
 }
 

@@ -25,6 +25,8 @@ pub struct MemoryStore {
     pub acl: Option<Vec<Vec<u8>>>,
     /// Every need checked, in order.
     pub checked: Vec<crate::access::Need>,
+    /// What `over_maxmemory` answers.
+    pub oom: bool,
 }
 
 impl MemoryStore {
@@ -230,11 +232,11 @@ impl Store for MemoryStore {
         }
     }
 
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
-        let h = self.hash_mut(key);
-        let cur = h.get(field).and_then(|v| super::parse_i64(v)).unwrap_or(0);
-        h.insert(field.to_vec(), (cur + by).to_string().into_bytes());
-        cur + by
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
+        let cur = self.hash_get(key, field)?.and_then(|v| super::parse_i64(&v)).unwrap_or(0);
+        let next = super::incremented(cur, by)?;
+        self.hash_mut(key).insert(field.to_vec(), next.to_string().into_bytes());
+        Ok(next)
     }
 
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
@@ -261,15 +263,16 @@ impl Store for MemoryStore {
         self.data.insert(key.to_vec(), (Value::Str(value.to_vec()), Some(at)));
     }
 
-    fn incr(&mut self, key: &[u8]) -> i64 {
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
         self.expire_if_needed(key);
-        let entry = self.data.entry(key.to_vec()).or_insert((Value::Str(b"0".to_vec()), None));
-        let n = match &entry.0 {
-            Value::Str(v) => super::parse_i64(v).unwrap_or(0) + 1,
-            _ => 1,
+        let cur = match self.data.get(key) {
+            Some((Value::Str(v), _)) => super::parse_i64(v).unwrap_or(0),
+            _ => 0,
         };
+        let n = super::incremented(cur, 1)?;
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::Str(b"0".to_vec()), None));
         entry.0 = Value::Str(n.to_string().into_bytes());
-        n
+        Ok(n)
     }
 
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -357,5 +360,9 @@ impl Store for MemoryStore {
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
+    }
+
+    fn over_maxmemory(&mut self) -> bool {
+        self.oom
     }
 }
