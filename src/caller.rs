@@ -228,6 +228,11 @@ pub fn set_tracked(tracked: bool) {
     TRACKED.store(tracked, Relaxed);
 }
 
+/// Whether ACL changes can be seen by the command filter.
+pub fn tracked() -> bool {
+    TRACKED.load(Relaxed)
+}
+
 /// Looks the user up: open if it grants everything (remembered), checked otherwise.
 fn judge(ctx: &Ctx, name: Name) -> State {
     if VERDICTS.with(|v| v.borrow().is_open(name.bytes())) {
@@ -263,7 +268,7 @@ struct Verdicts {
 }
 
 /// Users (and clients with a queued ACL change) remembered at most: a server has a handful.
-const MAX_REMEMBERED: usize = 64;
+pub(crate) const MAX_REMEMBERED: usize = 64;
 
 impl Verdicts {
     fn is_open(&self, name: &[u8]) -> bool {
@@ -272,6 +277,7 @@ impl Verdicts {
 
     fn forget(&mut self) {
         ALL_OPEN.store(UNKNOWN, Relaxed);
+        crate::all_users::forget();
         self.open.clear();
     }
 }
@@ -341,6 +347,7 @@ pub fn on_command(name: &[u8], sub: Option<&[u8]>, client: impl FnOnce() -> Opti
 /// Forgets everything (module load: the ACL may have changed while unloaded).
 pub fn forget_all() {
     ALL_OPEN.store(UNKNOWN, Relaxed);
+    crate::all_users::reset();
     VERDICTS.with(|v| *v.borrow_mut() = Verdicts::default());
 }
 
@@ -358,6 +365,14 @@ mod tests {
             v.open.push(name.to_vec());
         });
         ALL_OPEN.store(OPEN, Relaxed);
+        crate::all_users::assume_open();
+    }
+
+    /// Open, and every user known to be unrestricted too (`crate::all_users`, forgotten with it).
+    fn open_everywhere(name: &[u8]) -> bool {
+        let everyone = crate::all_users::known() == Some(true);
+        assert_eq!(open(name), everyone, "the two are forgotten together");
+        everyone
     }
 
     // One test: `ALL_OPEN` is shared by every test thread.
@@ -368,16 +383,17 @@ mod tests {
         on_command(b"ACL", Some(b"whoami"), || Some((1, false)));
         on_command(b"exec", None, || Some((1, false)));
         on_command(b"get", Some(b"k"), || Some((1, false)));
-        assert!(open(b"default"), "no change seen yet");
+        assert!(open_everywhere(b"default"), "no change seen yet");
         on_command(b"acl", Some(b"SETUSER"), || Some((1, false)));
-        assert!(!open(b"default"));
+        assert!(!open_everywhere(b"default"));
+        assert_eq!(crate::all_users::known(), None);
         remembered(b"default");
         on_command(b"acl", Some(b"deluser"), || Some((7, true)));
         remembered(b"default");
         on_command(b"EXEC", None, || Some((8, false)));
-        assert!(open(b"default"), "another client's EXEC runs no ACL change");
+        assert!(open_everywhere(b"default"), "another client's EXEC runs no ACL change");
         on_command(b"EXEC", None, || Some((7, false)));
-        assert!(!open(b"default"), "client 7's EXEC runs its queued ACL DELUSER");
+        assert!(!open_everywhere(b"default"), "client 7's EXEC runs its queued ACL DELUSER");
         remembered(b"default");
         on_command(b"EXEC", None, || Some((7, false)));
         assert!(open(b"default"), "once");
@@ -390,8 +406,9 @@ mod tests {
         for _ in 0..3 {
             remembered(b"default");
             on_command(b"exec", None, || None);
-            assert!(!open(b"default"));
+            assert!(!open_everywhere(b"default"));
             assert_eq!(ALL_OPEN.load(Relaxed), UNKNOWN);
+            assert_eq!(crate::all_users::known(), None);
         }
     }
 }

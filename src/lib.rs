@@ -4,6 +4,7 @@
 //! command parsing in `commands`, the keyspace writes in `effects`, the C API in `ffi`.
 
 pub mod access;
+pub mod all_users;
 pub mod blocking;
 pub mod caller;
 pub mod commands;

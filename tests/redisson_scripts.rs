@@ -280,23 +280,44 @@ fn a_user_allowed_evalsha_but_not_the_module_commands_gets_what_lua_gives() {
             assert_eq!(c.call(&["AUTH", user, "pw"]), Raw::Line(b'+', "OK".into()));
         }
         let name = format!("acl-{user}");
-        let steps = [acquire(&name, OWNER), unlock(&name, OWNER, "r")];
-        for args in &steps {
-            let (lr, nr) = (lc.call(args), nc.call(args));
-            if sees {
-                assert_eq!(lr, nr, "{user}: {args:?}");
-            } else if user == "scripts" {
-                // Redis 7.0: the filter cannot see the user (documented): NOPERM.
-                assert!(matches!(&nr, Raw::Line(b'-', e) if e.starts_with("NOPERM")), "{nr:?}");
-            }
+        for args in [acquire(&name, OWNER), unlock(&name, OWNER, "r")] {
+            assert_eq!(lc.call(&args), nc.call(&args), "{user}: {args:?}");
         }
     }
+    let mut c = n.conn();
+    let stats = info(&mut c, "commandstats");
     if sees {
-        let mut c = n.conn();
         // `nopub` may run all of the acquire script: that one ran natively.
         assert_eq!(field(&mut c, "redisson_native_total"), 1);
         assert_eq!(field(&mut c, "redisson_left_to_lua"), 3);
+        assert_eq!(calls(&stats, "lock.acquire"), 1);
+    } else {
+        // Redis 7.0: the filter cannot name the caller, and some user is restricted: every
+        // script is left to Lua, for every user.
+        assert_eq!(field(&mut c, "redisson_native_total"), 0);
+        assert_eq!(field(&mut c, "redisson_left_to_lua"), 4);
+        assert_eq!(calls(&stats, "lock.acquire"), 0);
     }
+    assert_eq!(calls(&stats, "evalsha"), if sees { 3 } else { 4 });
+
+    // Nobody restricted any more: the default user's scripts run natively again (on Redis 7.0
+    // the first may still run as Lua, while the module finds that out).
+    for s in [&l, &n] {
+        ok(&mut s.conn(), &["ACL", "DELUSER", "scripts", "nopub"]);
+    }
+    let (before, lua_before) = (field(&mut c, "redisson_native_total"), field(&mut c, "redisson_left_to_lua"));
+    let (mut lc, mut nc) = (RawConn::open(&l, false), RawConn::open(&n, false));
+    for name in ["open-1", "open-2"] {
+        for args in [acquire(name, OWNER), unlock(name, OWNER, "r")] {
+            same(&mut lc, &mut nc, &args);
+        }
+    }
+    let native = field(&mut c, "redisson_native_total") - before;
+    let lua = field(&mut c, "redisson_left_to_lua") - lua_before;
+    assert_eq!(native + lua, 4);
+    assert!(native >= 3 && lua <= u64::from(!sees), "native {native}, left to Lua {lua}");
+    let stats = info(&mut c, "commandstats");
+    assert_eq!(calls(&stats, "lock.unlock"), 2, "{stats:?}");
 }
 
 #[test]
@@ -321,11 +342,15 @@ fn a_tenant_denied_the_fair_queue_gets_what_lua_gives_and_the_acl_log_stays_empt
         assert_eq!(lr, nr, "{args:?}");
     }
     assert_eq!(int(&ok(&mut n.conn(), &["EXISTS", "q:1"])), 0);
+    let mut c = n.conn();
     if sees {
-        let mut c = n.conn();
         // The acquire was left to Lua by the filter (no denial logged); the unlock ran natively.
         assert_eq!(field(&mut c, "redisson_left_to_lua"), 1);
         assert_eq!(field(&mut c, "redisson_native_total"), 1);
-        assert_eq!(ok(&mut c, &["ACL", "LOG"]), Value::Array(vec![]));
+    } else {
+        // Redis 7.0: a user is restricted, so every script is left to Lua.
+        assert_eq!(field(&mut c, "redisson_left_to_lua"), 2);
+        assert_eq!(field(&mut c, "redisson_native_total"), 0);
     }
+    assert_eq!(ok(&mut c, &["ACL", "LOG"]), Value::Array(vec![]));
 }

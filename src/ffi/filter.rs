@@ -9,8 +9,9 @@
 //! rewritten call, and its row, by pointer identity, which no client can forge.
 //!
 //! The API calls this file adds go through `opt!` (an `Option`): every one exists in Redis 7.0
-//! except the filter's client id (7.2), without which the filter cannot check ACL; a server
-//! missing any other simply never gets the filter.
+//! except the filter's client id (7.2), without which the filter cannot check the caller's
+//! ACL and rewrites only while no user of the server is restricted at all
+//! (`crate::all_users`); a server missing any other simply never gets the filter.
 
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -99,6 +100,10 @@ pub fn register(ctx: &redis_module::Context) -> bool {
         unsafe { f(ctx.ctx) as usize }
     });
     DETACHED.store(detached, Relaxed);
+    if opt!(RedisModule_CommandFilterGetClientId).is_none() {
+        // Known before the first script, once the server has loaded its ACL users.
+        super::filter_probe::arm(detached as RawCtx);
+    }
     // Made once: after a MODULE UNLOAD and LOAD the earlier strings are still valid.
     STRINGS.get_or_init(|| Strings {
         markers: ROWS
@@ -121,13 +126,14 @@ pub fn register(ctx: &redis_module::Context) -> bool {
     !f.is_null()
 }
 
-/// Logs that ACL cannot be checked here (Redis 7.0: a filter cannot learn the calling user).
+/// Logs that the caller's ACL cannot be checked here (Redis 7.0: a filter cannot learn the
+/// calling user), and what that means.
 pub fn warn_if_acl_blind() {
     if opt!(RedisModule_CommandFilterGetClientId).is_none() {
         log(
-            c"warning",
+            c"notice",
             "lockmod: redisson-scripts native on a server whose command filters cannot see the calling user \
-             (Redis < 7.2): a user allowed EVALSHA but not the module's commands gets NOPERM (docs/configuration.md)",
+             (Redis < 7.2): scripts run natively only while no ACL user is restricted (docs/configuration.md)",
         );
     }
 }
@@ -200,6 +206,12 @@ unsafe fn filter(fctx: Fctx) {
     }
     let env = Env { sharded: config::sharded() };
     let Some(plan) = rewrite::plan(kind, keys, argv, env) else { return stats::left_to_lua() };
+    // Redis 7.0: the caller is unknown, so only while nobody is restricted (`all_users`).
+    if opt!(RedisModule_CommandFilterGetClientId).is_none()
+        && !super::filter_probe::every_user_unrestricted(DETACHED.load(Relaxed) as RawCtx)
+    {
+        return stats::left_to_lua();
+    }
     let Some(strings) = STRINGS.get() else { return };
     let marker = strings.markers[row] as RawStr;
     // The new arguments, each a reference Redis will own once inserted.
@@ -270,7 +282,7 @@ fn keep_body(strings: &Strings, row: usize, body: RawStr) {
 
 /// True if the calling user may run the script as sent, the native command, and every
 /// command the script runs inside (see `crate::redisson::acl`). On a server whose filter
-/// cannot name the client (Redis 7.0) nothing can be checked: true (documented).
+/// cannot name the client (Redis 7.0) true: `filter` has checked that no user is restricted.
 ///
 /// # Safety
 /// `fctx` must be live; `raws` and `native` hold live strings.

@@ -52,6 +52,7 @@ pub mod acl;
 pub mod config;
 pub mod events;
 pub mod filter;
+mod filter_probe;
 pub mod latency;
 pub mod lookup;
 pub mod memory;
