@@ -6,7 +6,7 @@ SO := target/release/libredis_lockmod.so
 SO_DEBUG := target/debug/libredis_lockmod.so
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build release run test test-cluster unit integration lint fmt clean bench bench-quick
+.PHONY: help deps build release run test test-cluster test-python unit integration lint fmt clean bench bench-quick
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -38,6 +38,25 @@ test: build ## Unit tests, then the integration tests once per server (SERVER=re
 	  fi; \
 	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
 	  SERVER=$$s $(CARGO) test --tests; \
+	  $(MAKE) --no-print-directory test-python SERVER=$$s; \
+	done
+	$(MAKE) --no-print-directory test-node
+
+# The Node library (clients/node): npm ci (versions pinned in package-lock.json), then node's
+# test runner against the debug module ($$LOCKMOD_MODULE wins), once per server as above.
+.PHONY: test-node
+test-node: build ## The Node library's tests (clients/node) once per server (SERVER=redis|valkey|all)
+	@command -v npm >/dev/null || { echo "*** npm is NOT installed: the Node library tests did NOT run (scripts/install-deps.sh) ***" >&2; exit 1; }
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	for s in $$servers; do \
+	  bin=$$(bash scripts/server-bin.sh $$s); \
+	  if [ -z "$$bin" ]; then \
+	    if [ "$(SERVER)" = all ]; then echo "*** $$s is NOT installed: its Node tests did NOT run (scripts/install-deps.sh) ***" >&2; continue; fi; \
+	    echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; \
+	  fi; \
+	  echo "=== Node library tests on $$s: $$bin"; \
+	  (cd clients/node && SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} node --test test/*.test.js); \
 	done
 
 test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
@@ -48,6 +67,21 @@ test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) 
 	  echo "=== cluster tests on $$s: $$bin"; \
 	  SERVER=$$s $(CARGO) test --test cluster --test failover -- --test-threads=1; \
 	done
+
+# The Python client's environment: the repository's .venv (scripts/install-deps.sh makes it too).
+VENV ?= .venv
+PY_LOCK := clients/python/requirements.lock
+
+test-python: build ## Python client tests (pytest, pinned deps in .venv) on SERVER=redis|valkey (default redis)
+	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
+	bin=$$(bash scripts/server-bin.sh $$s); \
+	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
+	if [ ! -x $(VENV)/bin/python ]; then python3 -m venv $(VENV); fi; \
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(PY_LOCK); \
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./clients/python; \
+	echo "=== python client tests on $$s: $$bin"; \
+	cd clients/python && REDIS_SERVER="$$bin" LOCKMOD_MODULE="$(CURDIR)/$(SO_DEBUG)" \
+	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests
 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib

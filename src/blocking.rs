@@ -3,7 +3,9 @@
 //! Policy: per lock, parked clients are served in arrival order, and serving stops at the first
 //! one that still cannot have the lock, so a later parked reader never overtakes an earlier
 //! parked writer, while consecutive readers are granted together. A non-blocking call (and a
-//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly.
+//! BLOCK call's first try) keeps Redisson's semantics and may take a free lock directly, with
+//! two exceptions (`priority`): a new reader waits behind a parked writer unless it re-enters,
+//! and no acquire of another kind takes a free name past a live fair waiter.
 //!
 //! A grant is computed by the same core function as the non-blocking command, on a store whose
 //! writes propagate like any command's. Wake-ups come from three places:
@@ -18,15 +20,20 @@
 //!
 //! Fair-lock waiters keep their place in the lock's queue while parked (`fair_waiters`).
 //!
+//! Every write the module starts on its own (a timer, a BLOCK timeout) first asks
+//! [`paused::gate`]: while writes are paused it waits, in `pending` and the cancel list,
+//! until they resume (`paused`).
+//!
 //! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
+use crate::caller::{Access, Who};
 use crate::core::reentrant::{self, Acquired};
-use crate::core::{fair, rwlock};
+use crate::core::{fair, fencing, rwlock};
 use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::events::{BlockedClient, TimerId};
@@ -42,10 +49,10 @@ pub enum Request<O = Vec<u8>> {
     Lock { owner: O, lease: i64, token: bool },
     /// `RWLOCK.RLOCK`.
     Read { owner: O, lease: i64 },
-    /// `RWLOCK.WLOCK`.
-    Write { owner: O, lease: i64 },
-    /// `FAIRLOCK.ACQUIRE`.
-    Fair { owner: O, lease: i64, wait: i64, noqueue: bool },
+    /// `RWLOCK.WLOCK`, fenced with `TOKEN`.
+    Write { owner: O, lease: i64, token: bool },
+    /// `FAIRLOCK.ACQUIRE`, fenced with `TOKEN`.
+    Fair { owner: O, lease: i64, wait: i64, noqueue: bool, token: bool },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -62,8 +69,8 @@ impl<O: AsRef<[u8]>> Request<O> {
         match *self {
             Request::Lock { lease, token, .. } => Request::Lock { owner, lease, token },
             Request::Read { lease, .. } => Request::Read { owner, lease },
-            Request::Write { lease, .. } => Request::Write { owner, lease },
-            Request::Fair { lease, wait, noqueue, .. } => Request::Fair { owner, lease, wait, noqueue },
+            Request::Write { lease, token, .. } => Request::Write { owner, lease, token },
+            Request::Fair { lease, wait, noqueue, token, .. } => Request::Fair { owner, lease, wait, noqueue, token },
         }
     }
 
@@ -74,6 +81,16 @@ impl<O: AsRef<[u8]>> Request<O> {
             | Request::Read { lease, .. }
             | Request::Write { lease, .. }
             | Request::Fair { lease, .. } => *lease,
+        }
+    }
+
+    /// The command that asked, lowercase as Redis names it in errors.
+    pub fn command(&self) -> &'static str {
+        match self {
+            Request::Lock { .. } => "lock.acquire",
+            Request::Read { .. } => "rwlock.rlock",
+            Request::Write { .. } => "rwlock.wlock",
+            Request::Fair { .. } => "fairlock.acquire",
         }
     }
 
@@ -88,34 +105,54 @@ impl<O: AsRef<[u8]>> Request<O> {
 }
 
 /// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command, for
-/// the command itself, a parked client's retry and a timeout alike. Counts grants.
-pub fn attempt<O: AsRef<[u8]>>(store: &mut RedisStore, key: &[u8], req: &Request<O>) -> Result<Attempt> {
-    attempt_as(store, key, req.owner(), req)
+/// the command itself, a parked client's retry and a timeout alike. Counts grants. `writers`:
+/// whether a parked writer makes a new reader wait (see `priority`).
+pub fn attempt<O: AsRef<[u8]>>(
+    store: &mut RedisStore,
+    key: &[u8],
+    req: &Request<O>,
+    writers: Writers,
+) -> Result<Attempt> {
+    attempt_as(store, key, req.owner(), req, writers).map_err(|e| e.in_command(req.command()))
+}
+
+/// [`attempt`] for a parked client, on a store acting for its user (`for_waiter`): Redis
+/// checked the lock key when the client parked, but its user may have lost it since (or been
+/// deleted), so the key is checked again, with everything the acquire touches, before any
+/// write.
+fn attempt_for_waiter(store: &mut RedisStore, key: &[u8], req: &Request, writers: Writers) -> Result<Attempt> {
+    crate::core::permit(store, || vec![crate::access::lock(key)])?;
+    attempt(store, key, req, writers)
 }
 
 /// [`attempt`] with `req`'s owner given as `owner` (the same bytes): the command passes its
 /// own argument, which the store recognises and hands to Redis without copying it.
-fn attempt_as<O: AsRef<[u8]>>(store: &mut RedisStore, key: &[u8], owner: &[u8], req: &Request<O>) -> Result<Attempt> {
+fn attempt_as<O: AsRef<[u8]>>(
+    store: &mut RedisStore,
+    key: &[u8],
+    owner: &[u8],
+    req: &Request<O>,
+    writers: Writers,
+) -> Result<Attempt> {
     debug_assert_eq!(owner, req.owner());
-    let (outcome, reply) = match req {
-        Request::Lock { lease, token: false, .. } => {
-            let outcome = reentrant::acquire(store, key, owner, *lease)?;
-            (outcome, outcome.reply())
-        }
-        Request::Lock { lease, token: true, .. } => reentrant::acquire_fenced(store, key, owner, *lease)?,
-        Request::Read { lease, .. } => {
-            let outcome = rwlock::read_lock(store, key, owner, *lease)?;
-            (outcome, outcome.reply())
-        }
-        Request::Write { lease, .. } => {
-            let outcome = rwlock::write_lock(store, key, owner, *lease)?;
-            (outcome, outcome.reply())
-        }
+    let token = match req {
+        Request::Lock { token, .. } | Request::Write { token, .. } | Request::Fair { token, .. } => *token,
+        Request::Read { .. } => false,
+    };
+    let grant = |store: &mut RedisStore| match req {
+        Request::Lock { lease, .. } => reentrant::acquire(store, key, owner, *lease),
+        Request::Read { lease, .. } => rwlock::read_lock(store, key, owner, *lease, writers),
+        Request::Write { lease, .. } => rwlock::write_lock(store, key, owner, *lease),
         Request::Fair { lease, wait, noqueue, .. } => {
             let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
-            let outcome = fair::acquire(store, key, owner, *lease, *wait, if_refused)?;
-            (outcome, outcome.reply())
+            fair::acquire(store, key, owner, *lease, *wait, if_refused)
         }
+    };
+    let (outcome, reply) = if token {
+        fencing::fenced(store, key, grant)?
+    } else {
+        let outcome = grant(store)?;
+        (outcome, outcome.reply())
     };
     Ok(match outcome {
         Acquired::Refused(_) => Attempt::Refused(reply),
@@ -146,8 +183,9 @@ pub fn acquire(
     req: Request<&[u8]>,
     block: Option<i64>,
 ) -> Result<Reply> {
+    let writers = priority::writers_ahead(ctx, key, &req);
     let mut store = RedisStore::new(ctx, args);
-    let outcome = attempt_as(&mut store, key, owner, &req)?;
+    let outcome = attempt_as(&mut store, key, owner, &req, writers).map_err(|e| e.in_command(req.command()))?;
     drop(store);
     match (outcome, block) {
         (Attempt::Granted(reply), _) => Ok(reply),
@@ -162,7 +200,17 @@ pub fn acquire(
 }
 
 mod fair_waiters;
+mod paused;
 pub mod poll;
+mod timers;
+
+pub use timers::on_timer;
+mod priority;
+
+pub use crate::core::rwlock::Writers;
+mod waiters;
+
+use waiters::Waiters;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -176,6 +224,8 @@ pub enum TimerData {
     FairCancels,
     /// Look for changes by others to locks with parked clients (`poll`).
     Poll,
+    /// Writes were paused: run what waited, if they may run now (`paused`).
+    Resume,
 }
 
 /// A lock: its database and key.
@@ -185,13 +235,15 @@ struct Waiter {
     client: u64,
     bc: BlockedClient,
     req: Request,
+    /// The user it ran as: its grant is checked against that user's ACL.
+    who: Who,
     /// When it parked (ms), for `LOCK.INFO`.
     since: i64,
 }
 
 #[derive(Default)]
 struct Registry {
-    locks: HashMap<LockId, VecDeque<Waiter>>,
+    locks: HashMap<LockId, Waiters>,
     /// Lock key -> the databases where it has parked clients: resolves a name the command
     /// filter saw (it does not know the database) or the store wrote.
     by_name: HashMap<Vec<u8>, Vec<i32>>,
@@ -215,20 +267,23 @@ fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
 /// Parks the client until `req` is granted on `key`, for up to `block_ms` (0 = no limit).
 /// Returns `refused` unchanged where the client cannot block (MULTI, scripts).
 pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) -> Result<Reply> {
-    if !ctx.can_block() {
+    // On a (writable) replica nothing may be granted from outside a command: never parked.
+    if !ctx.can_block() || ctx.is_replica() {
         return Ok(refused);
     }
     crate::ffi::events::watch_keyspace(ctx);
-    let Some(bc) = ctx.block_client(block_ms) else { return Ok(refused) };
+    let who = Access::caller().who(ctx);
+    let Some(bc) = ctx.block_client(priority::block_limit(block_ms)) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
     let fair = matches!(req, Request::Fair { .. });
+    let waiter = Waiter { client, bc, req, who, since: Ctx::now_ms() };
     with(|r| {
         if !r.locks.contains_key(&id) {
             watch_lock(r, &id);
         }
-        r.locks.entry(id.clone()).or_default().push_back(Waiter { client, bc, req, since: Ctx::now_ms() })
+        r.locks.entry(id.clone()).or_default().push_back(&id, waiter)
     });
     arm_expiry(ctx, &id);
     poll::parked(ctx, &id);
@@ -240,11 +295,12 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
 
 /// Number of clients parked now.
 pub fn parked_now() -> usize {
-    with(|r| r.locks.values().map(VecDeque::len).sum()).unwrap_or(0)
+    with(|r| r.locks.values().map(Waiters::len).sum()).unwrap_or(0)
 }
 
-/// The clients parked on `key` in `db`, in arrival order, for `LOCK.INFO`.
-pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
+/// The first `limit` clients parked on `key` in `db`, in arrival order, and how many there
+/// are, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::Parked>, usize) {
     let now = Ctx::now_ms();
     let id = (db, key.to_vec());
     let list = |w: &Waiter| {
@@ -257,7 +313,9 @@ pub fn parked_on(db: i32, key: &[u8]) -> Vec<crate::core::info::Parked> {
         let owner = w.req.owner().to_vec();
         crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
-    with(|r| r.locks.get(&id).map(|q| q.iter().map(list).collect())).flatten().unwrap_or_default()
+    with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -270,6 +328,14 @@ pub fn serve_now(ctx: &Ctx) {
         mine
     })
     .unwrap_or_default();
+    if ready.is_empty() {
+        return;
+    }
+    // Inside a command writes are allowed, but for a `CLIENT PAUSE` run in the same MULTI.
+    if paused::gate(ctx) != paused::Gate::Open {
+        with(|r| r.pending.extend(ready));
+        return;
+    }
     for id in ready {
         serve(ctx, &id);
     }
@@ -280,11 +346,18 @@ pub fn serve_now(ctx: &Ctx) {
 /// parked waiter may have lost its place): when the first parked waiter is refused, the parked
 /// waiter at the head of the queue, if any, is tried too. At most two attempts per grant.
 fn serve(ctx: &Ctx, id: &LockId) {
-    while let Some(front) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(|w| w.req.clone())).flatten() {
-        if try_grant(ctx, id, 0, &front) {
+    let who_and_req = |w: &Waiter| (w.req.clone(), w.who.clone());
+    while let Some((front, who)) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(who_and_req)).flatten() {
+        if try_grant(ctx, id, 0, &front, &who) {
             continue;
         }
-        if !matches!(front, Request::Fair { .. }) {
+        // A reentrant acquire is refused while a fair waiter is first in line: that waiter,
+        // parked further back, must not wait behind it. Only a parked fair waiter can be.
+        let fair_parked = || {
+            with(|r| r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Fair { .. }))))
+                .unwrap_or(false)
+        };
+        if !matches!(front, Request::Fair { .. } | Request::Lock { .. }) || !fair_parked() {
             break;
         }
         let head = fair_waiters::first_in_line(ctx, id);
@@ -295,11 +368,11 @@ fn serve(ctx: &Ctx, id: &LockId) {
         .flatten();
         match at_head {
             Some(i) if i > 0 => {
-                let Some(req) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(|w| w.req.clone())).flatten()
+                let Some((req, who)) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(who_and_req)).flatten()
                 else {
                     break;
                 };
-                if !try_grant(ctx, id, i, &req) {
+                if !try_grant(ctx, id, i, &req, &who) {
                     break;
                 }
             }
@@ -311,15 +384,17 @@ fn serve(ctx: &Ctx, id: &LockId) {
 
 /// Runs the acquire of the `i`-th parked waiter of `id`; if it is granted (or fails), answers
 /// and releases that client. True if the client was answered.
-fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request) -> bool {
+fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool {
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let outcome = attempt(&mut store, &id.1, req);
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who);
+    // Served in arrival order: a parked reader ahead of a parked writer goes first.
+    let outcome = attempt_for_waiter(&mut store, &id.1, req, Writers::None);
     drop(store);
     let reply = match outcome {
         Ok(Attempt::Refused(_)) => return false,
         Ok(Attempt::Granted(reply)) => reply,
-        // The key changed type under the waiter: it gets the error the command would give.
+        // The key changed type under the waiter, or its user lost a permission: it gets the
+        // error the command would give.
         Err(e) => Reply::Error(e.to_string()),
     };
     if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
@@ -343,7 +418,7 @@ fn arm_expiry(ctx: &Ctx, id: &LockId) {
     if !waiting {
         poll::forget(ctx, id);
     }
-    let expires_at = if waiting { expiry_of(ctx, id) } else { None };
+    let expires_at = if waiting { expiry_of(ctx, id).or_else(|| priority::queue_expiry(ctx, id)) } else { None };
     let stale = with(|r| match (r.expiry_timers.get(id), expires_at) {
         (Some(&(_, at)), Some(want)) if at == want => None,
         _ => r.expiry_timers.remove(id).map(|(t, _)| t),
@@ -355,8 +430,10 @@ fn arm_expiry(ctx: &Ctx, id: &LockId) {
     if let Some(at) = expires_at {
         let already = with(|r| r.expiry_timers.contains_key(id)).unwrap_or(true);
         if !already {
-            // +1: Redis considers a key expired only once its expiry time has passed.
-            let t = ctx.create_timer(at - Ctx::now_ms() + 1, TimerData::Expiry { db: id.0, key: id.1.clone() });
+            // +1: Redis considers a key expired only once its expiry time has passed. A lease
+            // years long wakes the lock early and re-arms (Redis' timers count in us).
+            let ms = (at - Ctx::now_ms()).saturating_add(1).min(priority::MAX_TIMER_MS);
+            let t = ctx.create_timer(ms, TimerData::Expiry { db: id.0, key: id.1.clone() });
             with(|r| r.expiry_timers.insert(id.clone(), (t, at)));
         }
     }
@@ -390,29 +467,6 @@ fn schedule(ctx: &Ctx, id: LockId) {
     if need_timer {
         let t = ctx.create_timer(0, TimerData::Pending);
         with(|r| r.pending_timer = Some(t));
-    }
-}
-
-pub fn on_timer(ctx: &Ctx, data: TimerData) {
-    let due: Vec<LockId> = match data {
-        TimerData::Pending => with(|r| {
-            r.pending_timer = None;
-            std::mem::take(&mut r.pending)
-        })
-        .unwrap_or_default(),
-        TimerData::Expiry { db, key } => {
-            let id = (db, key);
-            with(|r| r.expiry_timers.remove(&id));
-            vec![id]
-        }
-        TimerData::FairTick => return fair_waiters::tick(ctx),
-        TimerData::FairCancels => return fair_waiters::run_cancels(ctx),
-        TimerData::Poll => return poll::tick(ctx),
-    };
-    for id in due {
-        if ctx.select_db(id.0) {
-            serve(ctx, &id);
-        }
     }
 }
 
@@ -491,33 +545,33 @@ pub fn on_flush(ctx: &Ctx) {
     }
 }
 
-/// Removes the waiter of `client` (or with blocked handle `bc`), wherever it waits.
-fn take_waiter(matches: impl Fn(&Waiter) -> bool) -> Option<(LockId, Waiter)> {
-    with(|r| {
-        let id = r.locks.iter().find(|(_, q)| q.iter().any(&matches)).map(|(id, _)| id.clone())?;
-        let q = r.locks.get_mut(&id)?;
-        let pos = q.iter().position(&matches)?;
-        q.remove(pos).map(|w| (id, w))
-    })
-    .flatten()
-}
-
 /// A parked client's time ran out: reply what the non-blocking command replies now (which
-/// may be a grant, if the lock came free this very moment).
+/// may be a grant, if the lock came free this very moment). While the module may not write,
+/// the refusal computed by reads alone (`paused::refusal`).
 pub fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
-    let Some((id, w)) = take_waiter(|w| w.client == client) else { return Reply::Nil };
+    let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
+    let writers = priority::writers_at_timeout(&id, &w.req);
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    let (reply, granted) = match attempt(&mut store, &id.1, &w.req) {
-        Ok(Attempt::Granted(r)) => (r, true),
-        Ok(Attempt::Refused(r)) => (r, false),
-        Err(e) => (Reply::Error(e.to_string()), false),
+    // The waiter's user is checked on both paths: a refusal replies the lock's TTL too, which
+    // its user may no longer read.
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&w.who);
+    let (reply, granted) = if paused::gate(ctx) == paused::Gate::Open {
+        match attempt_for_waiter(&mut store, &id.1, &w.req, writers) {
+            Ok(Attempt::Granted(r)) => (r, true),
+            Ok(Attempt::Refused(r)) => (r, false),
+            Err(e) => (Reply::Error(e.to_string()), false),
+        }
+    } else {
+        match crate::core::permit(&mut store, || vec![crate::access::lock(&id.1)]) {
+            Ok(()) => (paused::refusal(ctx, &id.1, &w.req), false),
+            Err(e) => (Reply::Error(e.to_string()), false),
+        }
     };
     drop(store);
     if !granted {
-        fair_waiters::gave_up(ctx, &id, &w.req);
+        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
     }
     w.bc.unblock(None);
     arm_expiry(ctx, &id);
@@ -526,9 +580,11 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 pub fn on_disconnect(ctx: &Ctx, bc: usize) {
-    if let Some((id, w)) = take_waiter(|w| w.bc.id() == bc) {
+    // Found through the index in O(log n): a pool of thousands disconnecting at once must not
+    // search every queue for each client.
+    if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
         stats::DISCONNECTS.inc();
-        fair_waiters::gave_up(ctx, &id, &w.req);
+        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
     }
@@ -544,7 +600,7 @@ pub const DEMOTED: &str =
 pub fn on_demoted(ctx: &Ctx) {
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
-        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(VecDeque::pop_front)).flatten() {
+        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {
             stats::DISCONNECTS.inc();
             w.bc.unblock(Some(Reply::Error(DEMOTED.into())));
         }

@@ -11,6 +11,8 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
+use crate::access::Need;
+use crate::caller::{Access, Who};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};
@@ -38,16 +40,52 @@ pub struct RedisStore<'a> {
     /// one of the command's arguments: (key slot, argument index, value), until another write.
     /// (An argument is identified safely by its index; a temporary's address could be reused.)
     last_int: Option<(usize, usize, Option<i64>)>,
+    /// Whose ACL the derived keys and channels are checked against.
+    access: Access,
+    /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
+    write: bool,
 }
 
 impl<'a> RedisStore<'a> {
-    /// A store for a command, on the clock Redis uses for expiry during this command.
+    /// A store for a command, checked against its caller's ACL, on the clock Redis uses for
+    /// expiry during this command.
+    #[inline]
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        Self::at(ctx, args, Ctx::cached_ms())
+        RedisStore { access: Access::caller(), ..Self::at(ctx, args, Ctx::cached_ms()) }
     }
 
+    /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
+    /// [`RedisStore::for_waiter`] makes it act for a parked client.
+    #[inline]
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
-        RedisStore { ctx: *ctx, args, now, db: ctx.selected_db(), keys: OpenKeys::default(), last_int: None }
+        RedisStore {
+            ctx: *ctx,
+            args,
+            now,
+            db: ctx.selected_db(),
+            keys: OpenKeys::default(),
+            last_int: None,
+            access: Access::module(),
+            write: true,
+        }
+    }
+
+    /// Checks this store's writes against the ACL of the user a parked client ran as.
+    pub fn for_waiter(mut self, who: &Who) -> Self {
+        self.access = Access::waiter(who);
+        self
+    }
+
+    /// Who the store runs for: what a client parked now keeps for its grant.
+    pub fn who(&mut self) -> Who {
+        self.access.who(&self.ctx)
+    }
+
+    /// A store that opens keys for reading only, for a read-only command: Redis looks keys up
+    /// as reads (keyspace hits and misses; on a replica an expired key is not deleted, which a
+    /// write lookup would do), and every write through it fails.
+    pub fn reader(ctx: &Ctx, args: &'a Args<'a>) -> Self {
+        RedisStore { write: false, ..Self::new(ctx, args) }
     }
 
     /// The database the store works in.
@@ -79,13 +117,15 @@ impl<'a> RedisStore<'a> {
         }
     }
 
-    /// The index in `keys` of the handle of `key`, opened for writing on first use.
+    /// The index in `keys` of the handle of `key`, opened on first use (for writing, unless the
+    /// store is a reader). A handle is signalled as modified only if a write changed its key
+    /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
         if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
             return i;
         }
         let name = self.name(key);
-        let handle = self.ctx.open_key(name.raw(), true);
+        let handle = self.ctx.open_key(name.raw(), self.write);
         let existed = handle.kind() != KeyKind::Empty;
         self.keys.push(OpenKey { name, key: handle, existed });
         self.keys.len() - 1
@@ -141,8 +181,24 @@ impl Store for RedisStore<'_> {
         self.now
     }
 
+    fn restricted(&mut self) -> bool {
+        self.access.restricted(&self.ctx)
+    }
+
+    fn permit(&mut self, needs: &[Need]) -> Result<()> {
+        self.access.permit(&self.ctx, needs)
+    }
+
     fn exists(&mut self, key: &[u8]) -> bool {
         self.open(key).key.kind() != KeyKind::Empty
+    }
+
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        if let Some(k) = self.is_open(key) {
+            return k.key.kind() != KeyKind::Empty;
+        }
+        let name = self.name(key);
+        self.ctx.key_exists(name.raw())
     }
 
     fn pttl(&mut self, key: &[u8]) -> i64 {
@@ -212,7 +268,20 @@ impl Store for RedisStore<'_> {
         Ok(out)
     }
 
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
+    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if let Some(k) = self.typed(key, KeyKind::Hash)? {
+            k.key.scan_while(|f, v| {
+                if out.len() < n {
+                    out.push((f.to_vec(), v.to_vec()));
+                }
+                out.len() < n
+            });
+        }
+        Ok(out)
+    }
+
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
@@ -220,7 +289,8 @@ impl Store for RedisStore<'_> {
             (Some((j, a, v)), Some(b)) if j == i && a == b => v,
             _ => k.key.hash_get_int(f.raw()).ok().flatten(),
         };
-        let next = current.unwrap_or(0).saturating_add(by);
+        // Checked before the write: a count at the edge of the range is HINCRBY's error.
+        let next = crate::core::incremented(current.unwrap_or(0), by)?;
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         k.key.hash_set(f.raw(), v.as_ref());
@@ -228,21 +298,28 @@ impl Store for RedisStore<'_> {
         let indexed = self.index_field(key, field, Some(next));
         let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)];
         self.effect_on(indexed, key, k.name.raw(), HASH, c"hincrby", c"HINCRBY", &args);
-        next
+        Ok(next)
     }
 
-    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) {
+    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<()> {
         // The key goes at once, so the field is not written; the effects are still those of
         // `HINCRBY` then `DEL`, as Redisson's script makes them.
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
+        let current = match (self.last_int, f.arg_index()) {
+            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
+            _ => k.key.hash_get_int(f.raw()).ok().flatten(),
+        };
+        // HINCRBY's error, as `hash_incr`, before anything is written.
+        crate::core::incremented(current.unwrap_or(0), by)?;
         self.last_int = None;
         hold_index::forget(self.db, key);
         self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)]);
         k.key.delete();
         crate::stats::on_key_event(b"del", self.db, key);
         self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
+        Ok(())
     }
 
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
@@ -297,17 +374,18 @@ impl Store for RedisStore<'_> {
         );
     }
 
-    fn incr(&mut self, key: &[u8]) -> i64 {
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
         let i = self.slot(key);
         let k = &self.keys[i];
         let current = if k.key.kind() == KeyKind::String { crate::core::parse_i64(&k.key.string_get()) } else { None };
-        let next = current.unwrap_or(0).saturating_add(1);
+        // A token at i64::MAX must not be handed out twice: INCR's error, nothing written.
+        let next = crate::core::incremented(current.unwrap_or(0), 1)?;
         let mut buf = crate::ffi::IntBuf::default();
         let v = self.ctx.string(buf.format(next));
         // SET drops an expiry, INCR keeps it: the counter never has one, so they agree.
         k.key.string_set(v.as_ref());
         self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::S(k.name.raw())]);
-        next
+        Ok(next)
     }
 
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -322,6 +400,10 @@ impl Store for RedisStore<'_> {
         self.list_all_(key)
     }
 
+    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        self.list_first_(key, n)
+    }
+
     fn list_pop_head(&mut self, key: &[u8]) {
         self.list_pop_head_(key)
     }
@@ -332,6 +414,10 @@ impl Store for RedisStore<'_> {
 
     fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
         self.list_remove_(key, value)
+    }
+
+    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        self.list_remove_many_(key, values)
     }
 
     fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -348,6 +434,10 @@ impl Store for RedisStore<'_> {
 
     fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
         self.zset_rem_(key, member)
+    }
+
+    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        self.zset_rem_many_(key, members)
     }
 
     fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
@@ -385,6 +475,10 @@ impl Store for RedisStore<'_> {
         if !cluster {
             self.ctx.replicate_reusing(self.args, c"PUBLISH", &args);
         }
+    }
+
+    fn over_maxmemory(&mut self) -> bool {
+        self.ctx.over_maxmemory()
     }
 
     // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.

@@ -28,19 +28,24 @@ pub struct Arg {
     pub subargs: &'static [Arg],
 }
 
-/// What a command does with its key, as key-spec flags (see `REDISMODULE_CMD_KEY_*`).
+/// What a command does with its key, as key-spec flags (`REDISMODULE_CMD_KEY_*`). Redis' ACL
+/// asks read permission for ACCESS and write permission for INSERT, UPDATE or DELETE, so these
+/// are what a user needs on the lock key; the derived keys are listed in `crate::access`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyAccess {
-    /// Reads what it replies (`LOCK.INFO`).
+    /// `RO ACCESS`: reads what it replies (`LOCK.INFO`).
     Read,
-    /// Creates or updates the hold (acquire).
-    Acquire,
-    /// Updates or deletes the hold (unlock).
-    Release,
-    /// Updates the expiry (renew).
+    /// `RW ACCESS UPDATE`: reads the holds and the TTL (replied when refused) and changes
+    /// them (acquire, unlock).
+    ReadUpdate,
+    /// `RW UPDATE`: moves the expiry of a lock the owner holds (renew).
     Update,
-    /// Deletes the key (force unlock).
+    /// `RM DELETE`: deletes the key whatever it holds (force unlock).
     Delete,
+    /// `RW ACCESS DELETE`: deletes the key if it is in the mode given (`RWLOCK.FORCEUNLOCK`).
+    ReadDelete,
+    /// `RO`: only the key's type is checked (`FAIRLOCK.CANCEL` changes the queue, not the lock).
+    TypeOnly,
 }
 
 #[derive(Debug)]
@@ -51,12 +56,15 @@ pub struct Command {
     /// As Redis counts it: the command name included, negative for "at least".
     pub arity: i32,
     pub key: KeyAccess,
-    /// ACL categories beyond the ones Redis derives from the flags (7.2+ only).
+    /// ACL categories (Redis 7.2+ and Valkey, where a module sets them; Redis 7.0 gives module
+    /// commands none). As Redis' own: `write` or `read`, `fast` or `slow`, and `blocking` where
+    /// `BLOCK` is accepted.
     pub acl: &'static str,
     pub args: &'static [Arg],
 }
 
-pub const SINCE: &str = "1.0.0";
+/// `COMMAND DOCS` "since": every command so far came with the first release.
+pub const SINCE: &str = crate::version::FIRST_RELEASE;
 
 const fn arg(name: &'static str, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, subargs: &[] }
@@ -66,6 +74,7 @@ const KEY: Arg = arg("key", ArgKind::Key);
 const OWNER: Arg = arg("owner", ArgKind::String);
 const LEASE: Arg = arg("lease", ArgKind::Integer);
 const WAIT: Arg = arg("wait", ArgKind::Integer);
+const COUNT: Arg = Arg { name: "count", kind: ArgKind::Integer, token: Some("COUNT"), optional: true, subargs: &[] };
 const BLOCK: Arg = Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
 const TOKEN: Arg = Arg { name: "token", kind: ArgKind::PureToken, token: Some("TOKEN"), optional: true, subargs: &[] };
 const NOQUEUE: Arg =
@@ -94,8 +103,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Acquires a reentrant lock (Redisson RLock), optionally waiting and fenced",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Acquire,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
         args: &[KEY, OWNER, LEASE, BLOCK, TOKEN],
     },
     Command {
@@ -103,8 +112,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Releases one hold of a reentrant lock and wakes its waiters",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write fast",
         args: &[KEY, OWNER, LEASE, LATCH],
     },
     Command {
@@ -113,7 +122,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(1)",
         arity: 4,
         key: KeyAccess::Update,
-        acl: "write",
+        acl: "write fast",
         args: &[KEY, OWNER, LEASE],
     },
     Command {
@@ -122,43 +131,43 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(1)",
         arity: 2,
         key: KeyAccess::Delete,
-        acl: "write",
+        acl: "write fast",
         args: &[KEY],
     },
     Command {
         name: "LOCK.INFO",
         summary: "Shows a lock's kind, holders, lease, queue, parked clients and fencing counter",
-        complexity: "O(N) where N is the number of holds, queued and parked clients",
-        arity: 2,
+        complexity: "O(N) where N is COUNT (default 100): the items listed",
+        arity: -2,
         key: KeyAccess::Read,
-        acl: "read",
-        args: &[KEY],
+        acl: "read slow",
+        args: &[KEY, COUNT],
     },
     Command {
         name: "RWLOCK.RLOCK",
         summary: "Acquires a read hold of a read-write lock (Redisson RReadWriteLock)",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Acquire,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
         args: &[KEY, OWNER, LEASE, BLOCK],
     },
     Command {
         name: "RWLOCK.WLOCK",
-        summary: "Acquires the write hold of a read-write lock",
+        summary: "Acquires the write hold of a read-write lock, optionally waiting and fenced",
         complexity: "O(1)",
         arity: -4,
-        key: KeyAccess::Acquire,
-        acl: "write",
-        args: &[KEY, OWNER, LEASE, BLOCK],
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
+        args: &[KEY, OWNER, LEASE, BLOCK, TOKEN],
     },
     Command {
         name: "RWLOCK.UNLOCK",
         summary: "Releases one read or write hold of a read-write lock",
         complexity: "O(N) where N is the number of read holds",
         arity: -5,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow",
         args: &[KEY, OWNER, SIDE, LEASE, LATCH],
     },
     Command {
@@ -167,7 +176,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(N) where N is the owner's number of read holds",
         arity: 4,
         key: KeyAccess::Update,
-        acl: "write",
+        acl: "write slow",
         args: &[KEY, OWNER, LEASE],
     },
     Command {
@@ -175,26 +184,26 @@ pub static COMMANDS: &[Command] = &[
         summary: "Deletes a read-write lock if it is in the given mode",
         complexity: "O(1)",
         arity: 3,
-        key: KeyAccess::Delete,
-        acl: "write",
+        key: KeyAccess::ReadDelete,
+        acl: "write fast",
         args: &[KEY, SIDE],
     },
     Command {
         name: "FAIRLOCK.ACQUIRE",
-        summary: "Acquires a fair lock (Redisson RFairLock) or joins its queue",
+        summary: "Acquires a fair lock (Redisson RFairLock) or joins its queue, optionally fenced",
         complexity: "O(N) where N is the number of queued waiters",
         arity: -5,
-        key: KeyAccess::Acquire,
-        acl: "write",
-        args: &[KEY, OWNER, LEASE, WAIT, NOQUEUE, BLOCK],
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow blocking",
+        args: &[KEY, OWNER, LEASE, WAIT, NOQUEUE, BLOCK, TOKEN],
     },
     Command {
         name: "FAIRLOCK.UNLOCK",
         summary: "Releases one hold of a fair lock and notifies the head of its queue",
         complexity: "O(N) where N is the number of queued waiters",
         arity: -4,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::ReadUpdate,
+        acl: "write slow",
         args: &[KEY, OWNER, LEASE, LATCH],
     },
     Command {
@@ -202,8 +211,8 @@ pub static COMMANDS: &[Command] = &[
         summary: "Removes a waiter from a fair lock's queue",
         complexity: "O(N) where N is the number of queued waiters",
         arity: 4,
-        key: KeyAccess::Release,
-        acl: "write",
+        key: KeyAccess::TypeOnly,
+        acl: "write slow",
         args: &[KEY, OWNER, WAIT],
     },
     Command {
@@ -212,7 +221,7 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(1)",
         arity: 4,
         key: KeyAccess::Update,
-        acl: "write",
+        acl: "write fast",
         args: &[KEY, OWNER, LEASE],
     },
     Command {
@@ -221,7 +230,34 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(N) where N is the number of queued waiters",
         arity: 2,
         key: KeyAccess::Delete,
-        acl: "write",
+        acl: "write slow",
         args: &[KEY],
+    },
+    Command {
+        name: "LOCK.HOLDS",
+        summary: "Returns how many holds an owner has on a reentrant or fenced lock",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Read,
+        acl: "read fast",
+        args: &[KEY, OWNER],
+    },
+    Command {
+        name: "RWLOCK.HOLDS",
+        summary: "Returns an owner's read and write hold counts on a read-write lock",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Read,
+        acl: "read fast",
+        args: &[KEY, OWNER],
+    },
+    Command {
+        name: "FAIRLOCK.HOLDS",
+        summary: "Returns how many holds an owner has on a fair lock",
+        complexity: "O(1)",
+        arity: 3,
+        key: KeyAccess::Read,
+        acl: "read fast",
+        args: &[KEY, OWNER],
     },
 ];

@@ -59,6 +59,45 @@ pub fn fair_queue(key: &[u8]) -> Vec<u8> {
     prefix("redisson_lock_queue", key)
 }
 
+/// Up to this many bytes, [`fair_queue_buf`] builds the name on the stack.
+const SHORT: usize = 128;
+
+/// A derived name, on the stack when short.
+pub enum NameBuf {
+    Short([u8; SHORT], usize),
+    Long(Vec<u8>),
+}
+
+impl std::ops::Deref for NameBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            NameBuf::Short(buf, len) => &buf[..*len],
+            NameBuf::Long(v) => v,
+        }
+    }
+}
+
+/// [`fair_queue`] without a heap allocation for a name of usual length: every acquire of a
+/// free lock looks the queue up, and an allocation would cost as much as the lookup.
+pub fn fair_queue_buf(key: &[u8]) -> NameBuf {
+    const PREFIX: &[u8] = b"redisson_lock_queue:";
+    let (open, close): (&[u8], &[u8]) = if key.contains(&b'{') { (b"", b"") } else { (b"{", b"}") };
+    let parts = [PREFIX, open, key, close];
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > SHORT {
+        return NameBuf::Long(fair_queue(key));
+    }
+    let mut buf = [0u8; SHORT];
+    let mut at = 0;
+    for p in parts {
+        buf[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+    NameBuf::Short(buf, at)
+}
+
 /// The fair lock's zset of waiter deadlines.
 pub fn fair_timeouts(key: &[u8]) -> Vec<u8> {
     prefix("redisson_lock_timeout", key)
@@ -123,6 +162,14 @@ pub fn write_field(owner: &[u8]) -> Vec<u8> {
     f
 }
 
+/// `{name}`, or the name itself when it contains `{`: the prefix Redisson's read-lock scripts
+/// build every holder's timeout keys under (`key_prefix:owner:rwlock_timeout:i`).
+pub fn key_prefix(name: &[u8]) -> Vec<u8> {
+    let mut k = suffix(name, b"");
+    k.pop();
+    k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +193,14 @@ mod tests {
     }
 
     #[test]
+    fn the_fair_queue_name_on_the_stack_is_the_same_name() {
+        let long = "n".repeat(200);
+        for name in CASES.iter().map(|c| c.0).chain([long.as_str(), &long[..106], &long[..107]]) {
+            assert_eq!(&*fair_queue_buf(name.as_bytes()), fair_queue(name.as_bytes()).as_slice(), "{name}");
+        }
+    }
+
+    #[test]
     fn derived_names_match_redisson() {
         assert_eq!(lock_channel(b"l"), b"redisson_lock__channel:{l}");
         assert_eq!(rwlock_channel(b"l"), b"redisson_rwlock:{l}");
@@ -157,5 +212,7 @@ mod tests {
         assert_eq!(read_timeout(b"l", b"o:1", 3), b"{l}:o:1:rwlock_timeout:3");
         assert_eq!(read_timeout(b"{l}", b"o", 1), b"{l}:o:rwlock_timeout:1");
         assert_eq!(write_field(b"o:1"), b"o:1:write");
+        assert_eq!(key_prefix(b"l"), b"{l}");
+        assert_eq!(key_prefix(b"a{b}c"), b"a{b}c");
     }
 }

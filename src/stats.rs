@@ -10,22 +10,17 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use foldhash::fast::RandomState;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
-mod resetstat;
-pub use resetstat::{reload, reset_happened, reset_seen_now, CALLS};
-
-/// A counter and its place in [`ALL`] (which the reset log records).
-pub struct Counter(AtomicU64, u8);
+pub struct Counter(AtomicU64);
 
 impl Counter {
-    const fn new(index: u8) -> Self {
-        Counter(AtomicU64::new(0), index)
+    const fn new() -> Self {
+        Counter(AtomicU64::new(0))
     }
 
     /// A load and a store, not a locked read-modify-write: only Redis' main thread runs the
     /// module, and an atomic add costs tens of cycles on every grant.
     pub fn add(&self, n: u64) {
         self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
-        resetstat::logged(self.1, n);
     }
 
     pub fn inc(&self) {
@@ -38,27 +33,27 @@ impl Counter {
 }
 
 /// Grants: first holds, re-entries and BLOCK hand-offs.
-pub static ACQUIRED: Counter = Counter::new(0);
+pub static ACQUIRED: Counter = Counter::new();
 /// Acquires answered "held by someone else" (a BLOCK call that parks counts once).
-pub static REFUSED: Counter = Counter::new(1);
+pub static REFUSED: Counter = Counter::new();
 /// Re-entries among the grants.
-pub static REENTRIES: Counter = Counter::new(2);
+pub static REENTRIES: Counter = Counter::new();
 /// Unlocks that released a hold (partially or completely).
-pub static RELEASED: Counter = Counter::new(3);
+pub static RELEASED: Counter = Counter::new();
 /// Force-unlocks that deleted a lock.
-pub static FORCED: Counter = Counter::new(4);
+pub static FORCED: Counter = Counter::new();
 /// Renewals of a held lock.
-pub static RENEWED: Counter = Counter::new(5);
+pub static RENEWED: Counter = Counter::new();
 /// Clients parked with BLOCK, in total.
-pub static PARKED: Counter = Counter::new(6);
+pub static PARKED: Counter = Counter::new();
 /// Grants made to parked clients.
-pub static HANDOFFS: Counter = Counter::new(7);
+pub static HANDOFFS: Counter = Counter::new();
 /// Parked clients whose BLOCK time ran out.
-pub static TIMEOUTS: Counter = Counter::new(8);
+pub static TIMEOUTS: Counter = Counter::new();
 /// Parked clients that disconnected (or were unblocked with an error).
-pub static DISCONNECTS: Counter = Counter::new(9);
+pub static DISCONNECTS: Counter = Counter::new();
 /// Locks granted by the module whose lease ran out while still held.
-pub static EXPIRED_HELD: Counter = Counter::new(10);
+pub static EXPIRED_HELD: Counter = Counter::new();
 /// Bytes the module has allocated and not freed (maintained by the allocator).
 pub static MEMORY: AtomicI64 = AtomicI64::new(0);
 
@@ -81,19 +76,13 @@ pub fn reset() {
     for c in ALL {
         c.0.store(0, Relaxed);
     }
-}
-
-/// Sets counter `i` of [`ALL`] (the reset log rebuilding what followed an unseen reset).
-fn set(i: usize, v: u64) {
-    if let Some(c) = ALL.get(i) {
-        c.0.store(v, Relaxed);
-    }
+    crate::redisson::stats::reset();
 }
 
 /// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).
 pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
     let g = |c: &Counter| c.get() as i64;
-    vec![
+    let mut fields = vec![
         ("acquired", g(&ACQUIRED)),
         ("refused", g(&REFUSED)),
         ("reentries", g(&REENTRIES)),
@@ -109,8 +98,10 @@ pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
         ("memory_bytes", MEMORY.load(Relaxed)),
         ("indexed_read_holds", crate::hold_index::positions() as i64),
         ("watched_names", crate::watch::watched() as i64),
-        ("command_filter", i64::from(crate::ffi::watch_filter::registered())),
-    ]
+        ("command_filter", i64::from(crate::watch::active())),
+    ];
+    fields.extend(crate::redisson::stats::info_fields());
+    fields
 }
 
 // -- Leases that expire while held ------------------------------------------------------------

@@ -4,18 +4,17 @@
 //! `DEL` in the server would call into it through a freshly built context). The read-hold
 //! index, which must drop an entry before anyone else's write to its lock or timeout keys can
 //! be read back, learns of those writes from a command filter, which Redis runs before every
-//! command from a client, queued in `MULTI`, or called by a script. It is registered only
-//! while the index has entries (Redis' own part of running a filter costs every command); then
-//! each command costs a classification of its name, and a bit test per key argument (a hash
-//! lookup only when the bit is set).
+//! command from a client, queued in `MULTI`, or called by a script. The module's one filter
+//! (`crate::ffi::server`) looks at keys only while the index has entries (one flag test
+//! otherwise); then each command costs a classification of its name, and a bit test per key
+//! argument (a hash lookup only when the bit is set).
 //!
 //! This file is pure: the set of watched names (a multiset), and the classification of a
-//! command by its name. The filter itself is `crate::ffi::watch_filter`.
+//! command by its name. The filter's part that uses them is `crate::ffi::watch_filter`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
 
 use foldhash::fast::RandomState;
 
@@ -46,7 +45,7 @@ thread_local! {
 // thread-locals: in a shared object each thread-local access is a call (`__tls_get_addr`).
 // Redis runs the module on its main thread only, so relaxed ordering is all they need.
 
-/// True while any name is watched or any read hold is indexed: the filter is registered.
+/// True while any name is watched or any read hold is indexed: the filter looks at keys.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// True while the read-hold index has entries: timeout-key arguments then matter too.
 static INDEXED: AtomicBool = AtomicBool::new(false);
@@ -69,26 +68,9 @@ pub fn set_indexed(on: bool) {
     refresh();
 }
 
-/// Told when the filter has something to look for, or nothing any more (the module registers
-/// its command filter only meanwhile).
-static ON_CHANGE: Mutex<Option<fn(bool)>> = Mutex::new(None);
-
-/// Sets what [`ON_CHANGE`] calls.
-pub fn on_change(f: fn(bool)) {
-    if let Ok(mut h) = ON_CHANGE.lock() {
-        *h = Some(f);
-    }
-}
-
 fn refresh() {
     let any = NAMES.with(|n| n.try_borrow().map(|n| !n.count.is_empty()).unwrap_or(true));
-    let now = any || INDEXED.load(Relaxed);
-    if ACTIVE.swap(now, Relaxed) != now {
-        let hook = ON_CHANGE.lock().ok().and_then(|h| *h);
-        if let Some(f) = hook {
-            f(now);
-        }
-    }
+    ACTIVE.store(any || INDEXED.load(Relaxed), Relaxed);
 }
 
 /// Starts watching `name` (once more, if already watched).

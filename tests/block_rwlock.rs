@@ -158,7 +158,7 @@ fn a_timed_out_writer_gets_the_ttl_and_leaves_nothing() {
     let mut c = s.conn();
     ok(&mut c, &["RWLOCK.RLOCK", "doc", "r", "30000"]);
     let reply = ok(&mut c, &["RWLOCK.WLOCK", "doc", "w", "30000", "BLOCK", "100"]);
-    assert_near(int(&reply), 29_900, 100);
+    assert_near(int(&reply), 29_900, 1_000);
     assert_eq!(hgetall(&mut c, "doc"), map(&[("mode", "read"), ("r", "1")]));
     wait_blocked(&mut c, 0);
 }

@@ -173,7 +173,7 @@ fn bad_input_is_an_error_that_changes_nothing() {
         (&["FAIRLOCK.ACQUIRE", "doc", "t", "100", "0"], "ERR wait must be a positive integer"),
         (&["FAIRLOCK.CANCEL", "doc", "w", "-1"], "ERR wait must be a positive integer"),
         (&["FAIRLOCK.ACQUIRE", "doc", "t", "100", "100", "NOQUEUE", "BLOCK", "10"], "ERR syntax error"),
-        (&["FAIRLOCK.ACQUIRE", "doc", "t", "100", "100", "TOKEN"], "ERR syntax error"),
+        (&["FAIRLOCK.ACQUIRE", "doc", "t", "100", "100", "TOKEN", "TOKEN"], "ERR syntax error"),
         (&["FAIRLOCK.UNLOCK", "doc", "t1", "100", "LATCH", "x"], "ERR syntax error"),
     ];
     for (args, want) in cases {

@@ -45,7 +45,21 @@ fn a_free_lock_is_of_kind_none_with_nothing_held_under_resp2_and_resp3() {
     for mut c in [s.conn(), s.conn3()] {
         let r = info(&mut c, "free");
         let fields: Vec<String> = pairs(&r).into_iter().map(|(k, _)| k).collect();
-        assert_eq!(fields, ["kind", "mode", "pttl", "holders", "queue", "parked", "token"]);
+        assert_eq!(
+            fields,
+            [
+                "kind",
+                "mode",
+                "pttl",
+                "holders_total",
+                "holders",
+                "queue_total",
+                "queue",
+                "parked_total",
+                "parked",
+                "token"
+            ]
+        );
         assert_eq!(text(&get(&r, "kind")), "none");
         assert_eq!(get(&r, "mode"), Value::Nil);
         assert_eq!(int(&get(&r, "pttl")), -2);
@@ -202,4 +216,43 @@ fn a_fair_lock_with_a_parked_waiter_shows_it_queued_and_parked() {
     let r = info(&mut c, "f");
     assert_eq!(text(&get(&list(&get(&r, "holders"))[0], "owner")), "parked");
     assert!(list(&get(&r, "queue")).is_empty());
+}
+
+#[test]
+fn count_cuts_every_list_and_the_totals_say_how_many_there_are() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for i in 0..5 {
+        ok(&mut c, &["RWLOCK.RLOCK", "rw", &format!("r{i}"), "30000"]);
+    }
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "f", "holder", "30000", "60000"]);
+    for i in 0..5 {
+        ok(&mut c, &["FAIRLOCK.ACQUIRE", "f", &format!("w{i}"), "30000", "60000"]);
+    }
+    let r = ok(&mut c, &["LOCK.INFO", "rw", "COUNT", "2"]);
+    assert_eq!(int(&get(&r, "holders_total")), 5);
+    assert_eq!(list(&get(&r, "holders")).len(), 2);
+    let r = ok(&mut c, &["LOCK.INFO", "f", "count", "3"]);
+    assert_eq!(int(&get(&r, "queue_total")), 5);
+    let queue: Vec<String> = list(&get(&r, "queue")).iter().map(|w| text(&get(w, "owner"))).collect();
+    assert_eq!(queue, ["w0", "w1", "w2"], "the head of the queue, in order");
+    let r = ok(&mut c, &["LOCK.INFO", "f"]);
+    assert_eq!(list(&get(&r, "queue")).len(), 5, "the default shows up to 100");
+}
+
+#[test]
+fn a_bad_count_is_an_error() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for (args, want) in [
+        (&["LOCK.INFO", "l", "COUNT", "0"][..], "ERR COUNT must be a positive integer"),
+        (&["LOCK.INFO", "l", "COUNT", "-1"][..], "ERR COUNT must be a positive integer"),
+        (&["LOCK.INFO", "l", "COUNT", "x"][..], "ERR value is not an integer or out of range"),
+        (&["LOCK.INFO", "l", "COUNT"][..], "ERR syntax error"),
+        (&["LOCK.INFO", "l", "LIMIT", "3"][..], "ERR syntax error"),
+    ] {
+        assert_eq!(call(&mut c, args).expect_err("an error"), want, "{args:?}");
+    }
+    let err = call(&mut c, &["LOCK.INFO", "l", "COUNT", "1", "x"]).expect_err("an error");
+    assert!(err.starts_with("ERR wrong number of arguments"), "{err}");
 }

@@ -1,9 +1,10 @@
 //! The benchmark driver behind `make bench` and `make bench-quick` (issue 10).
 //!
-//! It starts a `redis-server` with the module and a second one without it, runs the seven parts
-//! (server cost per call, scaling with N, throughput, contended hand-off, memory, the tax on other
-//! traffic, the floor), prints the tables on stdout and progress on stderr, and writes
-//! `benchmarks.md` plus SVG charts into `--out`. `--only 6,7` runs some parts alone.
+//! It starts a `redis-server` with the module and a second one without it, runs the eight parts
+//! (server cost per call, scaling with N, throughput, contended hand-off, memory, Redisson's own
+//! scripts run natively, the tax on other traffic, the floor), prints the tables on stdout and
+//! progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
+//! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
 mod chart;
@@ -19,6 +20,7 @@ mod part4;
 mod part5;
 mod part6;
 mod part7;
+mod part8;
 mod report;
 mod server;
 mod stats;
@@ -135,7 +137,7 @@ fn raise_fd_limit() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: lockmod-bench [--quick] [--only 1,2,...] [--out DIR] [--module PATH] [--server BIN]");
+    eprintln!("usage: lockmod-bench [--quick] [--only 1,2,...] [--part N] [--out DIR] [--module PATH] [--server BIN]");
     std::process::exit(2)
 }
 
@@ -147,6 +149,7 @@ fn run() -> Res<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|_| root.join("../target/release/libredis_lockmod.so"));
     let mut binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    // `--only 7,8` / `--part N`: run only those parts; the report then has only them.
     let mut only: Option<Vec<u32>> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -156,6 +159,7 @@ fn run() -> Res<()> {
                 let list = args.next().unwrap_or_else(|| usage());
                 only = Some(list.split(',').map(|p| p.trim().parse().unwrap_or_else(|_| usage())).collect());
             }
+            "--part" => only = Some(vec![args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| usage())]),
             "--out" => out = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             "--module" => module = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             "--server" => binary = args.next().unwrap_or_else(|| usage()),
@@ -176,8 +180,8 @@ fn run() -> Res<()> {
         Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone(), binary: binary.clone() };
 
     let started = std::time::Instant::now();
-    let parts: [fn(&mut Bench) -> Res<()>; 7] =
-        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run, part7::run];
+    let parts: [fn(&mut Bench) -> Res<()>; 8] =
+        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run, part7::run, part8::run];
     for (i, part) in parts.iter().enumerate() {
         if only.as_ref().is_none_or(|o| o.contains(&(i as u32 + 1))) {
             part(&mut b)?;

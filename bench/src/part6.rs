@@ -1,301 +1,325 @@
-//! Part 6, the tax on other traffic (issue 17): what loading the module costs commands that
-//! touch no lock. `redis-benchmark` runs SET, GET, INCR, HSET, LPUSH, ZADD, PEXPIRE and DEL on
-//! random keys against the server without the module, the module's server in one of four
-//! states, and a second server without the module (the noise floor: plain against plain), in
-//! rotating order; each run reports requests/s and, from `INFO commandstats`, usec per call.
+//! Part 6, an existing Redisson application: Redisson's own scripts (its current release's
+//! bodies, read from `../shared/redisson-scripts/`), sent by `EVALSHA` with Redisson's KEYS
+//! and ARGV to the module's server with `lockmod.redisson-scripts native` and with `off`.
+//!
+//! The measure is the server's CPU time per call (`INFO cpu`, user + system) over a pipelined
+//! chunk: unlike `INFO commandstats` it includes the command filter (recognising the script,
+//! mapping its arguments, the ACL checks) as well as the command, or the Lua.
 
-use std::process::Command;
-use std::thread::JoinHandle;
-
+use crate::names::*;
 use crate::report::Table;
-use crate::server::{call_s, command_stat, cpu_seconds, info_f64, Res, Server};
-use crate::stats::{num, ratios, Ratio, Summary};
-use crate::{progress, strs, Bench};
+use crate::server::{call_s, cpu_seconds, info, pipeline, Res};
+use crate::stats::{now_ms, num, ratios, Ratio, Summary};
+use crate::strs;
+use crate::{progress, Bench};
 
-/// The commands measured: (commandstats name, redis-benchmark command line).
-const COMMANDS: &[(&str, &[&str])] = &[
-    ("set", &["SET", "key:__rand_int__", "xxxxxxxxxxxxxxxx"]),
-    ("get", &["GET", "key:__rand_int__"]),
-    ("incr", &["INCR", "counter:__rand_int__"]),
-    ("hset", &["HSET", "hash:__rand_int__", "field", "xxxxxxxx"]),
-    ("lpush", &["LPUSH", "list:__rand_int__", "xxxxxxxx"]),
-    ("zadd", &["ZADD", "zset:__rand_int__", "1", "member"]),
-    ("pexpire", &["PEXPIRE", "key:__rand_int__", "600000"]),
-    ("del", &["DEL", "key:__rand_int__"]),
-];
+use redis::Value;
 
-/// What runs on the module's server while the traffic is measured.
-#[derive(Clone, Copy, PartialEq)]
-enum State {
-    Idle,
-    Held,
-    Indexed,
-    Parked,
-    Fair,
+const LEASE: &str = "30000";
+const WAIT: &str = "5000";
+const LONG: &str = "3600000";
+const ME: &str = "6b1f0c3a-0000-4000-8000-000000000001:1";
+const OTHER: &str = "3f1c2d4e-0000-4000-8000-000000000002:7";
+
+/// What a reply must be.
+type Check = fn(&Value) -> bool;
+
+fn nil(v: &Value) -> bool {
+    matches!(v, Value::Nil)
+}
+fn one(v: &Value) -> bool {
+    matches!(v, Value::Int(1))
+}
+fn one_in_array(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if matches!(a.as_slice(), [Value::Int(1)]))
+}
+fn granted(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if matches!(a.as_slice(), [Value::Int(-1), Value::Int(t)] if *t > 0))
 }
 
-impl State {
-    fn name(self) -> &'static str {
-        match self {
-            State::Idle => "loaded, idle",
-            State::Held => "100 locks held",
-            State::Indexed => "read holds indexed (8 locks x 100 holds)",
-            State::Parked => "16 clients parked with BLOCK on 8 held locks",
-            State::Fair => "4 fair queues of 50 waiters, 2 parked on each",
-        }
+/// One call: its setup, the EVALSHA (KEYS, ARGV), the reply it must get.
+struct Call {
+    setup: Vec<Vec<String>>,
+    keys: Vec<String>,
+    argv: Vec<String>,
+}
+
+type Build = fn(&str, usize) -> Call;
+
+/// A row: a Redisson method, the body it sends (SHA1 prefix), how to call it.
+struct Row {
+    name: &'static str,
+    sha: &'static str,
+    build: Build,
+    check: Check,
+}
+
+fn held(key: &str, owner: &str) -> Vec<Vec<String>> {
+    vec![strs(&["HSET", key, owner, "1"]), strs(&["PEXPIRE", key, LEASE])]
+}
+
+fn call(setup: Vec<Vec<String>>, keys: &[String], argv: &[&str]) -> Call {
+    Call { setup, keys: keys.to_vec(), argv: strs(argv) }
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+#[rustfmt::skip]
+fn rows() -> Vec<Row> {
+    vec![
+        Row { name: "RLock.tryLock, free", sha: "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", check: nil,
+            build: |k, _| call(vec![], &[s(k)], &[LEASE, ME]) },
+        Row { name: "RLock.unlock, last hold", sha: "6866459238a13a701d42f4971f12d9f3a50e2442", check: one,
+            build: |k, i| call(held(k, ME), &[s(k), lock_channel(k), latch(k, &format!("req-{i}"))], &["0", LEASE, ME, "PUBLISH", "13500"]) },
+        Row { name: "RLock watchdog renewal (LockTask)", sha: "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635", check: one_in_array,
+            build: |k, _| call(held(k, ME), &[s(k)], &[LEASE, ME]) },
+        Row { name: "RLock.forceUnlock", sha: "605e338249a7a1d40df83b04f7658354f883b41b", check: one,
+            build: |k, _| call(held(k, ME), &[s(k), lock_channel(k)], &["0", "PUBLISH"]) },
+        Row { name: "RFencedLock.tryLockAndGetToken", sha: "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45", check: granted,
+            build: |k, _| call(vec![], &[s(k), token(k)], &[LEASE, ME]) },
+        Row { name: "readLock().tryLock, free", sha: "95553a6ff11176c18e71344e89d116b06fd6f753", check: nil,
+            build: |k, _| call(vec![], &[s(k), read_timeout_prefix(k, ME)], &[LEASE, ME, &format!("{ME}:write")]) },
+        Row { name: "writeLock().tryLock, free", sha: "6306ba3bf1f563b284bed52d305fce615c6664d9", check: nil,
+            build: |k, _| call(vec![], &[s(k)], &[LEASE, &format!("{ME}:write")]) },
+        Row { name: "readLock().unlock, last hold", sha: "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", check: one,
+            build: |k, i| call(
+                vec![strs(&["HSET", k, "mode", "read", ME, "1"]), strs(&["PEXPIRE", k, LEASE]),
+                     strs(&["SET", &format!("{}:1", read_timeout_prefix(k, ME)), "1", "PX", LEASE])],
+                &[s(k), rwlock_channel(k), read_timeout_prefix(k, ME), key_prefix(k), latch(k, &format!("req-{i}"))],
+                &["0", ME, "PUBLISH", "13500"]) },
+        Row { name: "writeLock().unlock, last hold", sha: "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6", check: one,
+            build: |k, i| call(
+                vec![strs(&["HSET", k, "mode", "write", &format!("{ME}:write"), "1"]), strs(&["PEXPIRE", k, LEASE])],
+                &[s(k), rwlock_channel(k), latch(k, &format!("req-{i}"))],
+                &["1", LEASE, &format!("{ME}:write"), "PUBLISH", "13500"]) },
+        Row { name: "read lock watchdog renewal (ReadLockTask)", sha: "38d2b478dfbe264ab67c221b7e4be62245f00ba0", check: one_in_array,
+            build: |k, _| call(
+                vec![strs(&["HSET", k, "mode", "read", ME, "1"]), strs(&["PEXPIRE", k, LEASE]),
+                     strs(&["SET", &format!("{}:1", read_timeout_prefix(k, ME)), "1", "PX", LEASE])],
+                &[s(k), key_prefix(k)], &[LEASE, "1", ME]) },
+        Row { name: "FairLock.tryLock(wait), free", sha: "8f6ed299ffd259f0539c20f89253998c0777ea75", check: nil,
+            build: |k, _| call(vec![], &[s(k), fair_queue(k), fair_timeouts(k)], &[LEASE, ME, WAIT, &now_ms().to_string()]) },
+        Row { name: "FairLock.unlock, 1 waiter", sha: "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6", check: one,
+            build: |k, i| call(
+                [held(k, ME), vec![strs(&["RPUSH", &fair_queue(k), OTHER]),
+                    strs(&["ZADD", &fair_timeouts(k), &(now_ms() + 60_000).to_string(), OTHER])]].concat(),
+                &[s(k), fair_queue(k), fair_timeouts(k), lock_channel(k), latch(k, &format!("req-{i}"))],
+                &["0", LEASE, ME, &now_ms().to_string(), "PUBLISH", "13500"]) },
+        Row { name: "FairLock acquireFailed (cancel)", sha: "d1ddef65ad80886b5d36e023c99930044ddd653a", check: nil,
+            build: |k, _| call(
+                vec![strs(&["RPUSH", &fair_queue(k), ME]), strs(&["ZADD", &fair_timeouts(k), &(now_ms() + 60_000).to_string(), ME])],
+                &[fair_queue(k), fair_timeouts(k)], &[ME, WAIT]) },
+    ]
+}
+
+/// Redisson's script bodies: `$LOCKMOD_REDISSON_SCRIPTS`, or `shared/` beside the repository.
+fn body(sha: &str) -> Res<String> {
+    let dir = std::env::var("LOCKMOD_REDISSON_SCRIPTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/redisson-scripts"));
+    let path = dir.join("scripts").join(format!("{sha}.lua"));
+    std::fs::read_to_string(&path).map_err(|e| format!("Redisson's scripts: {}: {e}", path.display()))
+}
+
+fn evalsha(sha: &str, keys: &[String], argv: &[String]) -> Vec<String> {
+    let mut e = vec![s("EVALSHA"), s(sha), keys.len().to_string()];
+    e.extend(keys.iter().cloned());
+    e.extend(argv.iter().cloned());
+    e
+}
+
+fn native_total(c: &mut redis::Connection) -> Res<u64> {
+    Ok(info(c, "lockmod")?.get("lockmod_redisson_native_total").and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// `INFO commandstats` usec of the commands that ran: `evalsha`, or the module's.
+fn command_usec(c: &mut redis::Connection, mode: &str) -> Res<u64> {
+    let stats = info(c, "commandstats")?;
+    let usec = |v: &String| v.split(',').find_map(|p| p.strip_prefix("usec=")).and_then(|u| u.parse::<u64>().ok());
+    Ok(stats
+        .iter()
+        .filter(|(k, _)| if mode == "off" { k.as_str() == "cmdstat_evalsha" } else { k.contains("lock.") })
+        .filter_map(|(_, v)| usec(v))
+        .sum())
+}
+
+/// One chunk with the setting `mode`: setup, then `calls` (each reply checked); the server's
+/// CPU usec per call over the calls alone, and the commands' own usec per call. With
+/// `native`, every call must have run natively.
+fn chunk(
+    c: &mut redis::Connection,
+    mode: &str,
+    setup: &[Vec<String>],
+    calls: &[Vec<String>],
+    check: Check,
+) -> Res<(f64, f64)> {
+    call_s(c, &["CONFIG", "SET", "lockmod.redisson-scripts", mode])?;
+    call_s(c, &["FLUSHALL"])?;
+    for b in setup.chunks(3000) {
+        pipeline(c, b)?;
     }
-}
-
-/// Keeps the state as it was set up between runs: the read-hold index is dropped after 5 s
-/// without a read unlock, so each run on the module's server is preceded by one per lock.
-fn refresh(s: &Server, state: State) -> Res<()> {
-    if state == State::Indexed {
-        let mut c = s.conn()?;
-        for l in 0..8 {
-            let key = format!("tax:rw:{l}");
-            call_s(&mut c, &["RWLOCK.UNLOCK", &key, "reader-1", "READ", "600000"])?;
-            call_s(&mut c, &["RWLOCK.RLOCK", &key, "reader-1", "600000"])?;
-        }
-        if info_f64(&mut c, "lockmod", "lockmod_command_filter")? < 1.0 {
-            return Err("part 6: the read-hold index (and its filter) went away".into());
-        }
-    }
-    Ok(())
-}
-
-/// Requests per second `redis-benchmark` reports for one command line.
-fn rb(s: &Server, n: usize, args: &[&str]) -> Res<f64> {
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &s.port.to_string(), "-c", "50", "-P", "16", "-r", "100000"])
-        .args(["-n", &n.to_string(), "--csv"])
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run redis-benchmark (scripts/install-deps.sh installs redis-tools): {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rps = text
-        .lines()
-        .filter(|l| !l.starts_with("\"test\""))
-        .filter_map(|l| l.split("\",\"").nth(1))
-        .filter_map(|v| v.trim_matches('"').parse::<f64>().ok())
-        .next_back();
-    rps.filter(|r| *r > 0.0).ok_or_else(|| format!("redis-benchmark {}: no rate in {text:?}", args.join(" ")))
-}
-
-/// One run: (usec per call, server CPU usec per request, requests/s).
-fn run_one(s: &Server, n: usize, stat: &str, cmd: &[&str]) -> Res<[f64; 3]> {
-    let mut c = s.conn()?;
-    call_s(&mut c, &["CONFIG", "RESETSTAT"])?;
-    let cpu = cpu_seconds(&mut c)?;
-    let rps = rb(s, n, cmd)?;
-    let cpu = cpu_seconds(&mut c)? - cpu;
-    let (calls, usec) = command_stat(&mut c, stat)?;
-    if calls < n as u64 {
-        return Err(format!("commandstats counted {calls} {stat} calls, {n} were sent"));
-    }
-    Ok([usec as f64 / calls as f64, cpu * 1e6 / n as f64, rps])
-}
-
-/// Clients parked on the module's server for a state, released (killed) by [`Parked::end`].
-struct Parked {
-    ids: Vec<i64>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Parked {
-    fn park(s: &Server, args: &[String]) -> Res<(i64, JoinHandle<()>)> {
-        let mut c = s.conn()?;
-        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).map_err(|e| e.to_string())?;
-        let args = args.to_vec();
-        Ok((id, std::thread::spawn(move || drop(crate::server::call(&mut c, &args)))))
-    }
-
-    fn end(self, s: &Server) -> Res<()> {
-        let mut c = s.conn()?;
-        for id in &self.ids {
-            let _ = call_s(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
-        }
-        for t in self.threads {
-            let _ = t.join();
-        }
-        call_s(&mut c, &["FLUSHALL"])?;
-        Ok(())
-    }
-}
-
-/// Sets `state` up on the module's server (flushed first).
-fn enter(s: &Server, state: State) -> Res<Parked> {
-    let mut c = s.conn()?;
-    call_s(&mut c, &["FLUSHALL"])?;
-    let mut parked = Parked { ids: vec![], threads: vec![] };
-    let lease = "600000";
-    match state {
-        State::Idle => {}
-        State::Held => {
-            for l in 0..100 {
-                call_s(&mut c, &["LOCK.ACQUIRE", &format!("tax:held:{l}"), "holder", lease])?;
-            }
-        }
-        State::Indexed => {
-            for l in 0..8 {
-                let key = format!("tax:rw:{l}");
-                for o in 0..100 {
-                    call_s(&mut c, &["RWLOCK.RLOCK", &key, &format!("reader-{o}"), lease])?;
-                }
-                call_s(&mut c, &["RWLOCK.UNLOCK", &key, "reader-0", "READ", lease])?;
-            }
-            if info_f64(&mut c, "lockmod", "lockmod_indexed_read_holds")? <= 0.0 {
-                return Err("part 6: the read-hold index was not built".into());
-            }
-        }
-        State::Parked => {
-            for l in 0..8 {
-                let key = format!("tax:lock:{l}");
-                call_s(&mut c, &["LOCK.ACQUIRE", &key, "holder", lease])?;
-                for w in 0..2 {
-                    let (id, t) =
-                        Parked::park(s, &strs(&["LOCK.ACQUIRE", &key, &format!("w{w}"), lease, "BLOCK", "0"]))?;
-                    parked.ids.push(id);
-                    parked.threads.push(t);
-                }
-            }
-        }
-        State::Fair => {
-            for l in 0..4 {
-                let key = format!("tax:fair:{l}");
-                call_s(&mut c, &["FAIRLOCK.ACQUIRE", &key, "holder", lease, lease])?;
-                for w in 0..50 {
-                    call_s(&mut c, &["FAIRLOCK.ACQUIRE", &key, &format!("queued-{w}"), lease, lease])?;
-                }
-                for w in 0..2 {
-                    let args = strs(&["FAIRLOCK.ACQUIRE", &key, &format!("parked-{w}"), lease, lease, "BLOCK", "0"]);
-                    let (id, t) = Parked::park(s, &args)?;
-                    parked.ids.push(id);
-                    parked.threads.push(t);
-                }
+    call_s(c, &["CONFIG", "RESETSTAT"])?;
+    let before = native_total(c)?;
+    let t0 = cpu_seconds(c)?;
+    for b in calls.chunks(1000) {
+        for (args, v) in b.iter().zip(pipeline(c, b)?) {
+            if !check(&v) {
+                return Err(format!("{mode}: {}: unexpected reply {v:?}", args[..4].join(" ")));
             }
         }
     }
-    let want = parked.ids.len() as f64;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while info_f64(&mut c, "clients", "blocked_clients")? < want {
-        if std::time::Instant::now() > deadline {
-            return Err(format!("part 6: {want} clients did not park"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    let t1 = cpu_seconds(c)?;
+    let ran = native_total(c)? - before;
+    let want = if mode == "native" { calls.len() as u64 } else { 0 };
+    if ran != want {
+        return Err(format!("{mode}: {ran} of {} calls ran natively, expected {want}", calls.len()));
     }
-    Ok(parked)
+    let n = calls.len() as f64;
+    Ok(((t1 - t0) * 1e6 / n, command_usec(c, mode)? as f64 / n))
+}
+
+/// Alternating `off`/`native` chunks; the row's cells.
+fn measure(
+    b: &Bench,
+    name: &str,
+    rounds: usize,
+    plan: &dyn Fn(usize) -> (Vec<Vec<String>>, Vec<Vec<String>>),
+    check: Check,
+) -> Res<Vec<String>> {
+    let mut c = b.m.conn()?;
+    let (mut off, mut nat, mut off_cmd, mut nat_cmd) = (vec![], vec![], vec![], vec![]);
+    for r in 0..rounds {
+        progress!("part 6: {name} round {}/{rounds}", r + 1);
+        let (setup, calls) = plan(r);
+        let order: [&str; 2] = if r % 2 == 0 { ["off", "native"] } else { ["native", "off"] };
+        for mode in order {
+            let (cpu, cmd) = chunk(&mut c, mode, &setup, &calls, check)?;
+            if mode == "off" {
+                off.push(cpu);
+                off_cmd.push(cmd);
+            } else {
+                nat.push(cpu);
+                nat_cmd.push(cmd);
+            }
+        }
+    }
+    call_s(&mut c, &["CONFIG", "SET", "lockmod.redisson-scripts", "off"])?;
+    Ok(vec![
+        name.into(),
+        num(Summary::of(&off).median),
+        num(Summary::of(&nat).median),
+        format!("{}", Ratio(Summary::of(&ratios(&off, &nat)))),
+        num(Summary::of(&off_cmd).median),
+        num(Summary::of(&nat_cmd).median),
+        format!("{}", Ratio(Summary::of(&ratios(&off_cmd, &nat_cmd)))),
+    ])
 }
 
 pub fn run(b: &mut Bench) -> Res<()> {
-    let rounds = b.rounds(5);
-    let n = b.size(50_000, 3_000);
-    if !b.has("LOCK.ACQUIRE") || !b.has("FAIRLOCK.ACQUIRE") || !b.has("RWLOCK.RLOCK") {
-        return Err("part 6 needs LOCK.*, RWLOCK.* and FAIRLOCK.*".into());
-    }
-    let p2 = Server::start(&b.binary, None, "plain2")?;
-    for s in [&b.p, &p2] {
-        call_s(&mut s.conn()?, &["FLUSHALL"])?;
-    }
+    let rounds = b.rounds(7);
+    let n = b.size(2000, 100);
     let mut t = Table::new(&[
-        "module's server",
-        "command",
-        "usec per call, no module",
-        "usec: module / no module",
-        "usec: noise",
-        "CPU per request: module / no module",
-        "CPU: noise",
-        "req/s: module / no module",
-        "req/s: noise",
+        "Redisson call (its EVALSHA)",
+        "off: CPU usec/call",
+        "native: CPU usec/call",
+        "off / native (CPU)",
+        "off: EVALSHA usec",
+        "native: command usec",
+        "off / native (command)",
     ]);
-    // Per measure (usec, CPU, req/s): all noise ratios, over every state and command.
-    let mut noise: [Vec<f64>; 3] = Default::default();
-    for state in [State::Idle, State::Held, State::Indexed, State::Parked, State::Fair] {
-        let parked = enter(&b.m, state)?;
-        // The worst command per measure: (median ratio, command); for req/s the lowest.
-        let mut worst: [(f64, &str); 3] = [(f64::NEG_INFINITY, ""), (f64::NEG_INFINITY, ""), (f64::INFINITY, "")];
-        // Per measure, each command's median ratio, module and noise: the state's summary.
-        let mut per_cmd: [(Vec<f64>, Vec<f64>); 3] = Default::default();
-        for &(stat, cmd) in COMMANDS {
-            // [server][measure] -> one value per round; servers: no module, module, no module #2.
-            let mut v: [[Vec<f64>; 3]; 3] = Default::default();
-            for r in 0..rounds {
-                progress!("part 6: {} / {stat}, round {}/{rounds}", state.name(), r + 1);
-                // Rotate the order so warm-up and drift favour no server.
-                for k in 0..3 {
-                    let side = (r + k) % 3;
-                    let server = [&b.p, &b.m, &p2][side];
-                    if side == 1 {
-                        refresh(&b.m, state)?;
-                    }
-                    for (m, x) in run_one(server, n, stat, cmd)?.into_iter().enumerate() {
-                        v[side][m].push(x);
-                    }
-                }
+    {
+        let mut c = b.m.conn()?;
+        for r in rows().iter().map(|r| r.sha).chain(["95553a6ff11176c18e71344e89d116b06fd6f753"]) {
+            let sha: String =
+                redis::cmd("SCRIPT").arg("LOAD").arg(body(r)?).query(&mut c).map_err(|e| e.to_string())?;
+            if sha != r {
+                return Err(format!("Redisson body {r} loaded as {sha}"));
             }
-            let mut cells = vec![state.name().to_string(), stat.to_uppercase(), num(Summary::of(&v[0][0]).median)];
-            for m in 0..3 {
-                let ratio = Summary::of(&ratios(&v[1][m], &v[0][m]));
-                let nz = ratios(&v[2][m], &v[0][m]);
-                cells.push(format!("{}", Ratio(ratio)));
-                cells.push(format!("{}", Ratio(Summary::of(&nz))));
-                per_cmd[m].0.push(ratio.median);
-                per_cmd[m].1.push(Summary::of(&nz).median);
-                noise[m].extend(nz);
-                let worse = if m == 2 { ratio.median < worst[m].0 } else { ratio.median > worst[m].0 };
-                if worse {
-                    worst[m] = (ratio.median, stat);
-                }
-            }
-            t.row(cells);
-        }
-        parked.end(&b.m)?;
-        for (m, (what, goal)) in
-            [("usec per call", "<= 1.02x"), ("server CPU per request", "<= 1.02x"), ("requests/s", ">= 0.98x")]
-                .into_iter()
-                .enumerate()
-        {
-            // Judged on the median over the commands: on a shared machine a single command's
-            // ratio swings more than 2% between two servers without the module (the noise
-            // columns); the same statistic over the noise ratios is stated beside it.
-            let (x, cmd) = worst[m];
-            let typical = Summary::of(&per_cmd[m].0).median;
-            let noise = Summary::of(&per_cmd[m].1).median;
-            let met = if m == 2 { typical >= 0.98 } else { typical <= 1.02 };
-            b.report.target(
-                &format!("tax, {}: {what}, module / no module, median of the 8 commands", state.name()),
-                goal,
-                format!("{} (noise {}; worst command {} {cmd})", num(typical), num(noise), num(x)),
-                Some(met),
-            );
         }
     }
-    let nz: Vec<Summary> = noise.iter().map(|v| Summary::of(v)).collect();
-    for (m, what) in ["usec per call", "server CPU per request", "requests/s"].into_iter().enumerate() {
-        b.report.target(
-            &format!("tax noise floor: {what}, no module / no module (all runs)"),
-            "stated",
-            format!("{}", Ratio(nz[m])),
-            None,
-        );
+    for row in rows() {
+        let plan = |round: usize| {
+            let (mut setup, mut calls) = (vec![], vec![]);
+            for i in 0..n {
+                let key = format!("bench:r{round}:{i}");
+                let c = (row.build)(&key, i);
+                setup.extend(c.setup);
+                calls.push(evalsha(row.sha, &c.keys, &c.argv));
+            }
+            (setup, calls)
+        };
+        t.row(measure(b, row.name, rounds, &plan, row.check)?);
     }
+    // Work that grows with the lock: read unlock + re-lock among 1,000 readers, and a fair
+    // grant that moves 1,000 waiters' deadlines.
+    let cycles = b.size(200, 10);
+    let readers = |_: usize| {
+        let key = "bench:readers";
+        let mut setup = vec![strs(&["HSET", key, "mode", "read"])];
+        for i in 0..1000 {
+            let owner = if i == 0 { ME.to_string() } else { format!("{OTHER}{i}") };
+            setup.push(strs(&["HSET", key, &owner, "1"]));
+            setup.push(strs(&["SET", &format!("{}:1", read_timeout_prefix(key, &owner)), "1", "PX", LONG]));
+        }
+        setup.push(strs(&["PEXPIRE", key, LONG]));
+        let unlock = "6e1b10e11ac0a3ed8e902562ecd32ce01b553039";
+        let lock = "95553a6ff11176c18e71344e89d116b06fd6f753";
+        let mut calls = vec![];
+        for i in 0..cycles {
+            let ukeys = [
+                s(key),
+                rwlock_channel(key),
+                read_timeout_prefix(key, ME),
+                key_prefix(key),
+                latch(key, &format!("r{i}")),
+            ];
+            calls.push(evalsha(unlock, &ukeys, &strs(&["0", ME, "PUBLISH", "13500"])));
+            calls.push(evalsha(
+                lock,
+                &[s(key), read_timeout_prefix(key, ME)],
+                &strs(&[LONG, ME, &format!("{ME}:write")]),
+            ));
+        }
+        (setup, calls)
+    };
+    let unlock_or_relock: Check = |v| matches!(v, Value::Int(0) | Value::Nil);
+    t.row(measure(b, "readLock().unlock + tryLock, 1,000 readers (per call)", rounds, &readers, unlock_or_relock)?);
+    let locks = b.size(20, 2);
+    let grants = |round: usize| {
+        let now = now_ms();
+        let (mut setup, mut calls) = (vec![], vec![]);
+        for l in 0..locks {
+            let key = format!("bench:fair{round}:{l}");
+            for i in 0..1000 {
+                let w = if i == 0 { ME.to_string() } else { format!("{OTHER}{i}") };
+                setup.push(strs(&["RPUSH", &fair_queue(&key), &w]));
+                setup.push(strs(&["ZADD", &fair_timeouts(&key), &(now + 60_000 + 5 * i).to_string(), &w]));
+            }
+            calls.push(evalsha(
+                "8f6ed299ffd259f0539c20f89253998c0777ea75",
+                &[key.clone(), fair_queue(&key), fair_timeouts(&key)],
+                &strs(&[LEASE, ME, WAIT, &now.to_string()]),
+            ));
+        }
+        (setup, calls)
+    };
+    t.row(measure(b, "FairLock.tryLock: grant to the head of 1,000 waiters", rounds, &grants, nil)?);
     b.report.section(
-        "6. The tax on other traffic",
+        "6. An existing Redisson application (`lockmod.redisson-scripts`)",
         &format!(
-            "Commands on keys that are no lock's, on the module's server against the server without it: \
-             `redis-benchmark -c 50 -P 16 -r 100000 -n {n}` per command (the command lines in \
-             `bench/src/part6.rs`): usec per call from `INFO commandstats` (reset before each run; it times the \
-             command itself, not the command filter that runs before it), server CPU per request from `INFO cpu` \
-             (user + sys, the whole server: parsing, filters, replies, timers), and the requests/s \
-             redis-benchmark reports. Each round runs the server without the module, the module's server, and a \
-             second server without the module in rotating order, {rounds} rounds per command and state; the ratios \
-             are per round (median, min-max). The noise columns divide the two servers without the module: the \
-             noise floor of this harness on this machine (over all runs: usec {}, CPU {}, req/s {}). The module's \
-             server is flushed between states; parked clients stay parked (`BLOCK 0`) while the traffic runs; in \
-             the indexed state each run on the module's server follows one read unlock per lock (an index unused \
-             for 5 s is dropped, and with it the command filter).",
-            Ratio(nz[0]),
-            Ratio(nz[1]),
-            Ratio(nz[2])
+            "Redisson's own current scripts (the bodies of its latest release, from `shared/redisson-scripts/`), \
+             sent by `EVALSHA` with Redisson's KEYS and ARGV to the module's server, in alternating chunks with \
+             `lockmod.redisson-scripts off` (Redis runs the Lua) and `native` (the command filter runs the module's \
+             command). {n} calls per chunk on fresh keys, pipelined, every reply checked, and every `native` call \
+             checked to have run natively (`INFO lockmod`); {rounds} rounds. The figure is the server's CPU time per \
+             call (`INFO cpu`), which includes reading and answering the call and the filter's work \
+             (recognising the script by SHA1, checking and mapping its arguments, and on Redis 7.2+ the ACL \
+             checks) as well as the command; the last three columns are `INFO commandstats` usec of the command \
+             alone (`evalsha`, or the module's command), without the filter. The 1,000-reader row \
+             alternates unlock and re-lock of one reader ({cycles} of each per chunk); the fair row grants {locks} \
+             locks per chunk, each to the head of a 1,000-waiter queue."
         ),
         vec![t],
         vec![],

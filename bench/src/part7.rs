@@ -1,124 +1,301 @@
-//! Part 7, near the floor (issue 17): each O(1) command against a minimal C module
-//! (`bench/floor/floor.c`) making the same keyspace writes, events and replicated commands,
-//! on a fresh server of its own: the physical limit of a native command on this server.
+//! Part 7, the tax on other traffic (issue 17): what loading the module costs commands that
+//! touch no lock. `redis-benchmark` runs SET, GET, INCR, HSET, LPUSH, ZADD, PEXPIRE and DEL on
+//! random keys against the server without the module, the module's server in one of four
+//! states, and a second server without the module (the noise floor: plain against plain), in
+//! rotating order; each run reports requests/s and, from `INFO commandstats`, usec per call.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::thread::JoinHandle;
 
-use crate::part1::chunk;
 use crate::report::Table;
-use crate::server::{Res, Server};
-use crate::stats::{now_ms, num, ratios, Ratio, Summary};
-use crate::workloads::{Expect, LEASE};
+use crate::server::{call_s, command_stat, cpu_seconds, info_f64, Res, Server};
+use crate::stats::{num, ratios, Ratio, Summary};
 use crate::{progress, strs, Bench};
 
-/// The directory of the `redismodule.h` that the module itself is built against: the one the
-/// `redis-module` crate ships (found through `cargo metadata`, so no copy lives in this repo).
-fn header_dir(root: &Path) -> Res<PathBuf> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(root.join("../Cargo.toml"))
-        .output()
-        .map_err(|e| format!("cargo metadata: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let manifest = text
-        .split("\"manifest_path\":\"")
-        .skip(1)
-        .filter_map(|s| s.split('"').next())
-        .find(|p| p.contains("/redis-module-") && p.ends_with("/Cargo.toml"))
-        .ok_or("cargo metadata names no redis-module crate")?;
-    let dir = Path::new(manifest).parent().map(|d| d.join("src/include")).ok_or("bad manifest path")?;
-    if !dir.join("redismodule.h").exists() {
-        return Err(format!("no redismodule.h in {}", dir.display()));
-    }
-    Ok(dir)
-}
-
-/// Builds `bench/floor/floor.c` with the system C compiler into `target/floor/`.
-fn build_floor() -> Res<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out_dir = root.join("../target/floor");
-    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
-    let so = out_dir.join("libfloor.so");
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-O2", "-Wall", "-shared", "-fPIC", "-I"])
-        .arg(header_dir(root)?)
-        .arg(root.join("floor/floor.c"))
-        .arg("-o")
-        .arg(&so)
-        .status()
-        .map_err(|e| format!("cannot run cc: {e}"))?;
-    if !status.success() {
-        return Err("cc failed on bench/floor/floor.c".into());
-    }
-    Ok(so)
-}
-
-struct Row {
-    name: &'static str,
-    module: &'static str,
-    floor: &'static str,
-    /// Acquire first (the unlock row measures releases of held locks).
-    held: bool,
-    expect: Expect,
-}
-
-const ROWS: &[Row] = &[
-    Row { name: "acquire free", module: "LOCK.ACQUIRE", floor: "FLOOR.ACQUIRE", held: false, expect: Expect::Nil },
-    Row { name: "unlock to zero", module: "LOCK.UNLOCK", floor: "FLOOR.UNLOCK", held: true, expect: Expect::Int(1) },
-    Row { name: "read acquire free", module: "RWLOCK.RLOCK", floor: "FLOOR.RLOCK", held: false, expect: Expect::Nil },
+/// The commands measured: (commandstats name, redis-benchmark command line).
+const COMMANDS: &[(&str, &[&str])] = &[
+    ("set", &["SET", "key:__rand_int__", "xxxxxxxxxxxxxxxx"]),
+    ("get", &["GET", "key:__rand_int__"]),
+    ("incr", &["INCR", "counter:__rand_int__"]),
+    ("hset", &["HSET", "hash:__rand_int__", "field", "xxxxxxxx"]),
+    ("lpush", &["LPUSH", "list:__rand_int__", "xxxxxxxx"]),
+    ("zadd", &["ZADD", "zset:__rand_int__", "1", "member"]),
+    ("pexpire", &["PEXPIRE", "key:__rand_int__", "600000"]),
+    ("del", &["DEL", "key:__rand_int__"]),
 ];
 
-pub fn run(b: &mut Bench) -> Res<()> {
-    let rounds = b.rounds(9);
-    let n = b.size(2000, 100);
-    let so = build_floor()?;
-    let f = Server::start(&b.binary, Some(&so), "floor")?;
-    let owner = "6b1f0c3a-0000-4000-8000-000000000001:1";
-    let mut t = Table::new(&["workload", "module usec", "floor usec", "module / floor"]);
-    let (mut mc, mut fc) = (b.m.conn()?, f.conn()?);
-    for row in ROWS {
-        if !b.available(&format!("part 7 {}", row.name), row.module, &[]) {
-            continue;
+/// What runs on the module's server while the traffic is measured.
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+    Idle,
+    Held,
+    Indexed,
+    Parked,
+    Fair,
+}
+
+impl State {
+    fn name(self) -> &'static str {
+        match self {
+            State::Idle => "loaded, idle",
+            State::Held => "100 locks held",
+            State::Indexed => "read holds indexed (8 locks x 100 holds)",
+            State::Parked => "16 clients parked with BLOCK on 8 held locks",
+            State::Fair => "4 fair queues of 50 waiters, 2 parked on each",
         }
-        let (mut vm, mut vf) = (vec![], vec![]);
-        for r in 0..rounds {
-            progress!("part 7: {} round {}/{rounds}", row.name, r + 1);
-            let keys: Vec<String> = (0..n).map(|i| format!("floor:{}:{r}:{i}", now_ms())).collect();
-            let plan = |cmd: &str| -> Vec<Vec<String>> { keys.iter().map(|k| strs(&[cmd, k, owner, LEASE])).collect() };
-            let (msetup, fsetup) =
-                if row.held { (plan("LOCK.ACQUIRE"), plan("FLOOR.ACQUIRE")) } else { (vec![], vec![]) };
-            let (mcalls, fcalls) = (plan(row.module), plan(row.floor));
-            for side in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
-                match side {
-                    0 => vm.push(chunk(&mut mc, &msetup, &mcalls, row.expect, row.module)?),
-                    _ => vf.push(chunk(&mut fc, &fsetup, &fcalls, row.expect, row.floor)?),
+    }
+}
+
+/// Keeps the state as it was set up between runs: the read-hold index is dropped after 5 s
+/// without a read unlock, so each run on the module's server is preceded by one per lock.
+fn refresh(s: &Server, state: State) -> Res<()> {
+    if state == State::Indexed {
+        let mut c = s.conn()?;
+        for l in 0..8 {
+            let key = format!("tax:rw:{l}");
+            call_s(&mut c, &["RWLOCK.UNLOCK", &key, "reader-1", "READ", "600000"])?;
+            call_s(&mut c, &["RWLOCK.RLOCK", &key, "reader-1", "600000"])?;
+        }
+        if info_f64(&mut c, "lockmod", "lockmod_command_filter")? < 1.0 {
+            return Err("part 7: the read-hold index (and the filter's look at keys) went away".into());
+        }
+    }
+    Ok(())
+}
+
+/// Requests per second `redis-benchmark` reports for one command line.
+fn rb(s: &Server, n: usize, args: &[&str]) -> Res<f64> {
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &s.port.to_string(), "-c", "50", "-P", "16", "-r", "100000"])
+        .args(["-n", &n.to_string(), "--csv"])
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run redis-benchmark (scripts/install-deps.sh installs redis-tools): {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rps = text
+        .lines()
+        .filter(|l| !l.starts_with("\"test\""))
+        .filter_map(|l| l.split("\",\"").nth(1))
+        .filter_map(|v| v.trim_matches('"').parse::<f64>().ok())
+        .next_back();
+    rps.filter(|r| *r > 0.0).ok_or_else(|| format!("redis-benchmark {}: no rate in {text:?}", args.join(" ")))
+}
+
+/// One run: (usec per call, server CPU usec per request, requests/s).
+fn run_one(s: &Server, n: usize, stat: &str, cmd: &[&str]) -> Res<[f64; 3]> {
+    let mut c = s.conn()?;
+    call_s(&mut c, &["CONFIG", "RESETSTAT"])?;
+    let cpu = cpu_seconds(&mut c)?;
+    let rps = rb(s, n, cmd)?;
+    let cpu = cpu_seconds(&mut c)? - cpu;
+    let (calls, usec) = command_stat(&mut c, stat)?;
+    if calls < n as u64 {
+        return Err(format!("commandstats counted {calls} {stat} calls, {n} were sent"));
+    }
+    Ok([usec as f64 / calls as f64, cpu * 1e6 / n as f64, rps])
+}
+
+/// Clients parked on the module's server for a state, released (killed) by [`Parked::end`].
+struct Parked {
+    ids: Vec<i64>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Parked {
+    fn park(s: &Server, args: &[String]) -> Res<(i64, JoinHandle<()>)> {
+        let mut c = s.conn()?;
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).map_err(|e| e.to_string())?;
+        let args = args.to_vec();
+        Ok((id, std::thread::spawn(move || drop(crate::server::call(&mut c, &args)))))
+    }
+
+    fn end(self, s: &Server) -> Res<()> {
+        let mut c = s.conn()?;
+        for id in &self.ids {
+            let _ = call_s(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+        call_s(&mut c, &["FLUSHALL"])?;
+        Ok(())
+    }
+}
+
+/// Sets `state` up on the module's server (flushed first).
+fn enter(s: &Server, state: State) -> Res<Parked> {
+    let mut c = s.conn()?;
+    call_s(&mut c, &["FLUSHALL"])?;
+    let mut parked = Parked { ids: vec![], threads: vec![] };
+    let lease = "600000";
+    match state {
+        State::Idle => {}
+        State::Held => {
+            for l in 0..100 {
+                call_s(&mut c, &["LOCK.ACQUIRE", &format!("tax:held:{l}"), "holder", lease])?;
+            }
+        }
+        State::Indexed => {
+            for l in 0..8 {
+                let key = format!("tax:rw:{l}");
+                for o in 0..100 {
+                    call_s(&mut c, &["RWLOCK.RLOCK", &key, &format!("reader-{o}"), lease])?;
+                }
+                call_s(&mut c, &["RWLOCK.UNLOCK", &key, "reader-0", "READ", lease])?;
+            }
+            if info_f64(&mut c, "lockmod", "lockmod_indexed_read_holds")? <= 0.0 {
+                return Err("part 7: the read-hold index was not built".into());
+            }
+        }
+        State::Parked => {
+            for l in 0..8 {
+                let key = format!("tax:lock:{l}");
+                call_s(&mut c, &["LOCK.ACQUIRE", &key, "holder", lease])?;
+                for w in 0..2 {
+                    let (id, t) =
+                        Parked::park(s, &strs(&["LOCK.ACQUIRE", &key, &format!("w{w}"), lease, "BLOCK", "0"]))?;
+                    parked.ids.push(id);
+                    parked.threads.push(t);
                 }
             }
         }
-        let ratio = Summary::of(&ratios(&vm, &vf));
-        t.row(vec![
-            row.name.into(),
-            num(Summary::of(&vm).median),
-            num(Summary::of(&vf).median),
-            format!("{}", Ratio(ratio)),
-        ]);
+        State::Fair => {
+            for l in 0..4 {
+                let key = format!("tax:fair:{l}");
+                call_s(&mut c, &["FAIRLOCK.ACQUIRE", &key, "holder", lease, lease])?;
+                for w in 0..50 {
+                    call_s(&mut c, &["FAIRLOCK.ACQUIRE", &key, &format!("queued-{w}"), lease, lease])?;
+                }
+                for w in 0..2 {
+                    let args = strs(&["FAIRLOCK.ACQUIRE", &key, &format!("parked-{w}"), lease, lease, "BLOCK", "0"]);
+                    let (id, t) = Parked::park(s, &args)?;
+                    parked.ids.push(id);
+                    parked.threads.push(t);
+                }
+            }
+        }
+    }
+    let want = parked.ids.len() as f64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while info_f64(&mut c, "clients", "blocked_clients")? < want {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("part 7: {want} clients did not park"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Ok(parked)
+}
+
+pub fn run(b: &mut Bench) -> Res<()> {
+    let rounds = b.rounds(5);
+    let n = b.size(50_000, 3_000);
+    if !b.has("LOCK.ACQUIRE") || !b.has("FAIRLOCK.ACQUIRE") || !b.has("RWLOCK.RLOCK") {
+        return Err("part 7 needs LOCK.*, RWLOCK.* and FAIRLOCK.*".into());
+    }
+    let p2 = Server::start(&b.binary, None, "plain2")?;
+    for s in [&b.p, &p2] {
+        call_s(&mut s.conn()?, &["FLUSHALL"])?;
+    }
+    let mut t = Table::new(&[
+        "module's server",
+        "command",
+        "usec per call, no module",
+        "usec: module / no module",
+        "usec: noise",
+        "CPU per request: module / no module",
+        "CPU: noise",
+        "req/s: module / no module",
+        "req/s: noise",
+    ]);
+    // Per measure (usec, CPU, req/s): all noise ratios, over every state and command.
+    let mut noise: [Vec<f64>; 3] = Default::default();
+    for state in [State::Idle, State::Held, State::Indexed, State::Parked, State::Fair] {
+        let parked = enter(&b.m, state)?;
+        // The worst command per measure: (median ratio, command); for req/s the lowest.
+        let mut worst: [(f64, &str); 3] = [(f64::NEG_INFINITY, ""), (f64::NEG_INFINITY, ""), (f64::INFINITY, "")];
+        // Per measure, each command's median ratio, module and noise: the state's summary.
+        let mut per_cmd: [(Vec<f64>, Vec<f64>); 3] = Default::default();
+        for &(stat, cmd) in COMMANDS {
+            // [server][measure] -> one value per round; servers: no module, module, no module #2.
+            let mut v: [[Vec<f64>; 3]; 3] = Default::default();
+            for r in 0..rounds {
+                progress!("part 7: {} / {stat}, round {}/{rounds}", state.name(), r + 1);
+                // Rotate the order so warm-up and drift favour no server.
+                for k in 0..3 {
+                    let side = (r + k) % 3;
+                    let server = [&b.p, &b.m, &p2][side];
+                    if side == 1 {
+                        refresh(&b.m, state)?;
+                    }
+                    for (m, x) in run_one(server, n, stat, cmd)?.into_iter().enumerate() {
+                        v[side][m].push(x);
+                    }
+                }
+            }
+            let mut cells = vec![state.name().to_string(), stat.to_uppercase(), num(Summary::of(&v[0][0]).median)];
+            for m in 0..3 {
+                let ratio = Summary::of(&ratios(&v[1][m], &v[0][m]));
+                let nz = ratios(&v[2][m], &v[0][m]);
+                cells.push(format!("{}", Ratio(ratio)));
+                cells.push(format!("{}", Ratio(Summary::of(&nz))));
+                per_cmd[m].0.push(ratio.median);
+                per_cmd[m].1.push(Summary::of(&nz).median);
+                noise[m].extend(nz);
+                let worse = if m == 2 { ratio.median < worst[m].0 } else { ratio.median > worst[m].0 };
+                if worse {
+                    worst[m] = (ratio.median, stat);
+                }
+            }
+            t.row(cells);
+        }
+        parked.end(&b.m)?;
+        for (m, (what, goal)) in
+            [("usec per call", "<= 1.02x"), ("server CPU per request", "<= 1.02x"), ("requests/s", ">= 0.98x")]
+                .into_iter()
+                .enumerate()
+        {
+            // Judged on the median over the commands: on a shared machine a single command's
+            // ratio swings more than 2% between two servers without the module (the noise
+            // columns); the same statistic over the noise ratios is stated beside it.
+            let (x, cmd) = worst[m];
+            let typical = Summary::of(&per_cmd[m].0).median;
+            let noise = Summary::of(&per_cmd[m].1).median;
+            let met = if m == 2 { typical >= 0.98 } else { typical <= 1.02 };
+            b.report.target(
+                &format!("tax, {}: {what}, module / no module, median of the 8 commands", state.name()),
+                goal,
+                format!("{} (noise {}; worst command {} {cmd})", num(typical), num(noise), num(x)),
+                Some(met),
+            );
+        }
+    }
+    let nz: Vec<Summary> = noise.iter().map(|v| Summary::of(v)).collect();
+    for (m, what) in ["usec per call", "server CPU per request", "requests/s"].into_iter().enumerate() {
         b.report.target(
-            &format!("{} ({}): module / floor module", row.name, row.module),
-            "<= 1.15x",
-            format!("{}", Ratio(ratio)),
-            Some(ratio.median <= 1.15),
+            &format!("tax noise floor: {what}, no module / no module (all runs)"),
+            "stated",
+            format!("{}", Ratio(nz[m])),
+            None,
         );
     }
     b.report.section(
-        "7. Near the floor",
+        "7. The tax on other traffic",
         &format!(
-            "`INFO commandstats` usec per call of each O(1) command against its counterpart in a minimal C \
-             module (`bench/floor/floor.c`, built with the system `cc` against the `redismodule.h` the module is \
-             built against) doing the same keyspace writes, keyspace events and replicated commands with the same \
-             absolute times, and nothing else, on a fresh server of its own. {n} calls per chunk on fresh keys \
-             (pipelined, every reply checked; the unlock chunk acquires its locks first, unmeasured), {rounds} \
-             rounds in alternating order, the module's server idle (flushed)."
+            "Commands on keys that are no lock's, on the module's server against the server without it: \
+             `redis-benchmark -c 50 -P 16 -r 100000 -n {n}` per command (the command lines in \
+             `bench/src/part7.rs`): usec per call from `INFO commandstats` (reset before each run; it times the \
+             command itself, not the command filter that runs before it), server CPU per request from `INFO cpu` \
+             (user + sys, the whole server: parsing, filters, replies, timers), and the requests/s \
+             redis-benchmark reports. Each round runs the server without the module, the module's server, and a \
+             second server without the module in rotating order, {rounds} rounds per command and state; the ratios \
+             are per round (median, min-max). The noise columns divide the two servers without the module: the \
+             noise floor of this harness on this machine (over all runs: usec {}, CPU {}, req/s {}). The module's \
+             server is flushed between states; parked clients stay parked (`BLOCK 0`) while the traffic runs; in \
+             the indexed state each run on the module's server follows one read unlock per lock (an index unused \
+             for 5 s is dropped, and with it the command filter's look at keys).",
+            Ratio(nz[0]),
+            Ratio(nz[1]),
+            Ratio(nz[2])
         ),
         vec![t],
         vec![],

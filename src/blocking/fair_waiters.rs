@@ -10,11 +10,14 @@
 //!
 //! A parked waiter that gives up (timeout, disconnect, `CLIENT UNBLOCK`) leaves the queue as
 //! `FAIRLOCK.CANCEL` does, from a 0 ms timer: a disconnect callback is no place to write.
+//! While writes are paused the tick and the cancels wait (`super::paused`); when they resume,
+//! the keep-alive runs first.
 
 use std::cell::RefCell;
 
 use super::{serve, with, LockId, Request, TimerData};
-use crate::core::{fair, Store};
+use crate::caller::Who;
+use crate::core::{fair, Reply, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -25,9 +28,12 @@ pub const AHEAD_MS: i64 = 3 * TICK_MS;
 
 const QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
 
+/// A waiter that gave up: (owner, wait, the user it ran as), by lock.
+type Cancel = (Vec<u8>, i64, Who);
+
 thread_local! {
-    /// Waiters that gave up, to be cancelled: (lock, owner, wait).
-    static CANCELS: RefCell<Vec<(LockId, Vec<u8>, i64)>> = const { RefCell::new(Vec::new()) };
+    /// Waiters that gave up, to be cancelled.
+    static CANCELS: RefCell<Vec<(LockId, Cancel)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The parked fair waiters of a lock, in arrival order: (owner, wait).
@@ -39,7 +45,33 @@ fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
     with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair_only).collect())).flatten().unwrap_or_default()
 }
 
+/// Answers `NOPERM` to the parked fair waiters of `id` whose user may no longer touch the
+/// lock and its queue: the module keeps their places on their behalf, never beyond their
+/// permission. Their places are left to expire (nothing is written for them).
+fn drop_denied(ctx: &Ctx, id: &LockId) {
+    let fair = |w: &super::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
+    let users: Vec<(u64, Who)> =
+        with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair).collect())).flatten().unwrap_or_default();
+    for (client, who) in users {
+        let args = Args::empty();
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&who);
+        let needs = || [vec![crate::access::lock(&id.1)], crate::access::fair(&id.1)].concat();
+        let Err(e) = crate::core::permit(&mut store, needs) else { continue };
+        drop(store);
+        let gone = with(|r| {
+            let q = r.locks.get_mut(id)?;
+            let pos = q.iter().position(|w| w.client == client)?;
+            q.remove(pos)
+        })
+        .flatten();
+        if let Some(w) = gone {
+            w.bc.unblock(Some(Reply::Error(e.to_string())));
+        }
+    }
+}
+
 fn keep_alive(ctx: &Ctx, id: &LockId) {
+    drop_denied(ctx, id);
     let parked = parked_on(id);
     if parked.is_empty() {
         return;
@@ -67,13 +99,9 @@ pub fn parked(ctx: &Ctx, id: &LockId) {
 
 /// The tick: keeps every parked fair waiter's place and serves its lock.
 pub fn tick(ctx: &Ctx) {
-    if on_replica(ctx) {
-        return;
-    }
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
-        let has_fair =
-            |q: &std::collections::VecDeque<super::Waiter>| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        let has_fair = |q: &super::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
         r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
     })
     .unwrap_or_default();
@@ -88,12 +116,21 @@ pub fn tick(ctx: &Ctx) {
     }
 }
 
+/// Writes resumed after a pause: the tick now, not when its timer fires (a deadline may have
+/// passed meanwhile), and the timer re-armed from now.
+pub fn tick_now(ctx: &Ctx) {
+    if let Some(t) = with(|r| r.fair_tick.take()).flatten() {
+        ctx.stop_timer(t);
+    }
+    tick(ctx);
+}
+
 /// A parked waiter left without the lock: if it was a fair waiter, cancel its queue place.
-pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
+pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request, who: &Who) {
     let Request::Fair { owner, wait, .. } = req else { return };
     let first = CANCELS.with(|c| {
         let mut c = c.borrow_mut();
-        c.push((id.clone(), owner.clone(), *wait));
+        c.push((id.clone(), (owner.clone(), *wait, who.clone())));
         c.len() == 1
     });
     if first {
@@ -105,22 +142,55 @@ pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request) {
 /// waiter behind may now be first in line).
 pub fn run_cancels(ctx: &Ctx) {
     let cancels = CANCELS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    // Demoted since the waiter gave up (Redis unblocks parked clients on a role change): a write
-    // here would make this replica diverge; the new primary's queue purge removes the place.
-    if on_replica(ctx) {
-        return;
-    }
-    for (id, owner, wait) in cancels {
+    // One pass per lock, however many of its waiters gave up together.
+    for (id, batch) in by_lock(cancels) {
         if !ctx.select_db(id.0) {
             continue;
         }
+        // A user that may no longer write the queue: its place is left to expire.
+        let allowed: Vec<(Vec<u8>, i64)> =
+            batch.into_iter().filter(|(_, _, who)| may_write_queue(ctx, &id, who)).map(|(o, w, _)| (o, w)).collect();
+        let refs: Vec<(&[u8], i64)> = allowed.iter().map(|(owner, wait)| (owner.as_slice(), *wait)).collect();
         let args = Args::empty();
+        // Every waiter in `refs` was checked against its own user just above.
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
         // Another type under the queue: nothing of ours to remove.
-        let _ = fair::cancel(&mut store, &id.1, &owner, wait);
+        if !refs.is_empty() {
+            let _ = fair::cancel_many(&mut store, &id.1, &refs);
+        }
         drop(store);
         serve(ctx, &id);
     }
+}
+
+/// Drops the pending cancels: the server was demoted since the waiters gave up (Redis unblocks
+/// parked clients on a role change). A write here would make this replica diverge; the new
+/// primary's queue purge removes their places.
+pub fn forget_cancels() {
+    CANCELS.with(|c| c.borrow_mut().clear());
+}
+
+/// Whether the user a parked fair waiter ran as may still write its lock's queue (as
+/// `FAIRLOCK.CANCEL` would check it), so the module may cancel its place for it.
+fn may_write_queue(ctx: &Ctx, id: &LockId, who: &Who) -> bool {
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who);
+    crate::core::permit(&mut store, || crate::access::fair(&id.1)).is_ok()
+}
+
+/// The cancels grouped by lock, locks in the order they first gave up, each lock's cancels in
+/// the order they came.
+fn by_lock<T>(cancels: Vec<(LockId, T)>) -> Vec<(LockId, Vec<T>)> {
+    let mut order: Vec<(LockId, Vec<T>)> = Vec::new();
+    let mut at: std::collections::HashMap<LockId, usize> = std::collections::HashMap::new();
+    for (id, cancel) in cancels {
+        let i = *at.entry(id.clone()).or_insert_with(|| {
+            order.push((id, Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push(cancel);
+    }
+    order
 }
 
 /// The owner first in line in the fair lock's queue, as the keyspace has it now.
@@ -140,14 +210,19 @@ pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
     [tagged, inner]
 }
 
-/// True when this server is a replica, where the module must not write.
-fn on_replica(ctx: &Ctx) -> bool {
-    ctx.flags() & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE as u64 != 0
-}
-
 #[cfg(test)]
 mod tests {
-    use super::locks_of_queue;
+    use super::{by_lock, locks_of_queue};
+
+    #[test]
+    fn cancels_are_grouped_by_lock_in_order() {
+        let id = |n: &str| (0, n.as_bytes().to_vec());
+        let c = |l: &str, o: &str, w| (id(l), (o.as_bytes().to_vec(), w));
+        let grouped = by_lock(vec![c("a", "1", 1), c("b", "2", 2), c("a", "3", 3), c("c", "4", 4), c("b", "5", 5)]);
+        let names: Vec<(Vec<u8>, Vec<i64>)> =
+            grouped.into_iter().map(|(l, b)| (l.1, b.into_iter().map(|(_, w)| w).collect())).collect();
+        assert_eq!(names, [(b"a".to_vec(), vec![1, 3]), (b"b".to_vec(), vec![2, 5]), (b"c".to_vec(), vec![4])]);
+    }
 
     #[test]
     fn a_queue_key_names_its_locks() {

@@ -3,27 +3,39 @@
 //! Every argument is parsed before the keyspace is touched, so bad input changes nothing.
 
 pub mod fair;
+pub mod holds;
 pub mod info;
 pub mod lock;
 pub mod rwlock;
 
-use crate::core::{Latch, LockError, Result};
-use crate::ffi::Args;
+use crate::core::{deadline, Latch, LockError, Result};
+use crate::ffi::{Args, Ctx};
 
-/// Parses a positive time in ms (a lease, a wait, a latch lifetime).
-pub fn parse_ms(b: &[u8], what: &'static str) -> Result<i64> {
+/// Parses a positive time in ms (a lease, a wait, a latch lifetime) of command `cmd`: its
+/// deadline from now must be a valid expiry time ([`deadline`]), as Redis' `SET ... PX` rule.
+pub fn parse_ms(b: &[u8], what: &'static str, cmd: &'static str) -> Result<i64> {
+    parse_ms_at(b, what, cmd, Ctx::cached_ms())
+}
+
+/// [`parse_ms`] at `now` (the clock the command's store reads).
+fn parse_ms_at(b: &[u8], what: &'static str, cmd: &'static str, now: i64) -> Result<i64> {
     let v = crate::core::parse_i64(b).ok_or(LockError::NotInteger)?;
     if v <= 0 {
         return Err(LockError::NotPositive(what));
     }
+    deadline(now, v).map_err(|e| e.in_command(cmd))?;
     Ok(v)
 }
 
-/// Parses a non-negative time in ms (`BLOCK 0` waits forever).
-pub fn parse_block_ms(b: &[u8]) -> Result<i64> {
+/// Parses a non-negative time in ms (`BLOCK 0` waits forever); a limit must end at a valid
+/// expiry time, as every other time argument.
+fn parse_block_ms_at(b: &[u8], cmd: &'static str, now: i64) -> Result<i64> {
     let v = crate::core::parse_i64(b).ok_or(LockError::NotInteger)?;
     if v < 0 {
-        return Err(LockError::NotPositive("timeout"));
+        return Err(LockError::NegativeTimeout);
+    }
+    if v > 0 {
+        deadline(now, v).map_err(|e| e.in_command(cmd))?;
     }
     Ok(v)
 }
@@ -58,8 +70,10 @@ pub struct Options<'a> {
     pub noqueue: bool,
 }
 
-/// Parses the options from argument `from` on. Unknown, repeated or incomplete: syntax error.
-pub fn parse_options<'a>(args: &Args<'a>, from: usize, accepts: Accepts) -> Result<Options<'a>> {
+/// Parses the options of command `cmd` from argument `from` on. Unknown, repeated or
+/// incomplete: syntax error.
+pub fn parse_options<'a>(args: &Args<'a>, from: usize, accepts: Accepts, cmd: &'static str) -> Result<Options<'a>> {
+    let now = Ctx::cached_ms();
     let mut o = Options::default();
     let mut i = from;
     while i < args.len() {
@@ -69,13 +83,13 @@ pub fn parse_options<'a>(args: &Args<'a>, from: usize, accepts: Accepts) -> Resu
             if i + 1 >= args.len() {
                 return Err(LockError::Syntax);
             }
-            o.block = Some(parse_block_ms(ms)?);
+            o.block = Some(parse_block_ms_at(ms, cmd, now)?);
             i += 2;
         } else if accepts.latch && word.eq_ignore_ascii_case(b"LATCH") && o.latch.is_none() {
             if i + 2 >= args.len() {
                 return Err(LockError::Syntax);
             }
-            let ttl_ms = parse_ms(args.bytes(i + 2), "latch time")?;
+            let ttl_ms = parse_ms_at(args.bytes(i + 2), "latch time", cmd, now)?;
             o.latch = Some(Latch { request_id: args.bytes(i + 1), ttl_ms });
             i += 3;
         } else if accepts.token && word.eq_ignore_ascii_case(b"TOKEN") && !o.token {
@@ -89,4 +103,41 @@ pub fn parse_options<'a>(args: &Args<'a>, from: usize, accepts: Accepts) -> Resu
         }
     }
     Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+
+    #[rustfmt::skip]
+    const TIMES: &[(&str, std::result::Result<i64, &str>)] = &[
+        // argument,               parsed or error line
+        ("1",                      Ok(1)),
+        ("9223370336854775807",    Ok(9_223_370_336_854_775_807)), // now + it = i64::MAX
+        ("9223370336854775808",    Err("ERR invalid expire time in 'lock.acquire' command")),
+        ("9223372036854775807",    Err("ERR invalid expire time in 'lock.acquire' command")),
+        ("0",                      Err("ERR lease must be a positive integer")),
+        ("-5",                     Err("ERR lease must be a positive integer")),
+        ("9223372036854775808",    Err("ERR value is not an integer or out of range")),
+    ];
+
+    #[test]
+    fn a_time_whose_deadline_passes_the_largest_expiry_is_redis_own_error() {
+        for (arg, want) in TIMES {
+            let got = parse_ms_at(arg.as_bytes(), "lease", "lock.acquire", NOW).map_err(|e| e.to_string());
+            assert_eq!(got, want.map_err(str::to_string), "{arg}");
+        }
+    }
+
+    #[test]
+    fn a_block_timeout_is_zero_or_a_valid_deadline_and_a_negative_one_says_what_is_valid() {
+        assert_eq!(parse_block_ms_at(b"0", "lock.acquire", NOW), Ok(0));
+        assert_eq!(parse_block_ms_at(b"250", "lock.acquire", NOW), Ok(250));
+        let neg = parse_block_ms_at(b"-1", "lock.acquire", NOW).map_err(|e| e.to_string());
+        assert_eq!(neg, Err("ERR timeout must be a non-negative integer (ms; 0 waits without a limit)".into()));
+        let huge = parse_block_ms_at(b"9223372036854775807", "rwlock.rlock", NOW).map_err(|e| e.to_string());
+        assert_eq!(huge, Err("ERR invalid expire time in 'rwlock.rlock' command".into()));
+    }
 }

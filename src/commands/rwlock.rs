@@ -27,7 +27,7 @@ pub fn rwlock_rlock(ctx: &Ctx, args: &Args) -> Result {
     acquire(ctx, args, "rwlock.rlock", Side::Read)
 }
 
-/// `RWLOCK.WLOCK key owner lease [BLOCK ms]`
+/// `RWLOCK.WLOCK key owner lease [BLOCK ms] [TOKEN]`
 pub fn rwlock_wlock(ctx: &Ctx, args: &Args) -> Result {
     acquire(ctx, args, "rwlock.wlock", Side::Write)
 }
@@ -35,24 +35,27 @@ pub fn rwlock_wlock(ctx: &Ctx, args: &Args) -> Result {
 fn acquire(ctx: &Ctx, args: &Args, cmd: &'static str, side: Side) -> Result {
     arity(args, 4, cmd)?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
-    let lease = parse_ms(args.bytes(3), "lease")?;
-    let opts = parse_options(args, 4, Accepts { block: true, ..Accepts::default() })?;
+    let lease = parse_ms(args.bytes(3), "lease", cmd)?;
+    // Fencing guards a writer: a reader's token would fence nothing.
+    let token = side == Side::Write;
+    let opts = parse_options(args, 4, Accepts { block: true, token, ..Accepts::default() }, cmd)?;
     let req = match side {
         Side::Read => Request::Read { owner, lease },
-        Side::Write => Request::Write { owner, lease },
+        Side::Write => Request::Write { owner, lease, token: opts.token },
     };
     blocking::acquire(ctx, args, key, owner, req, opts.block)
 }
 
 /// `RWLOCK.UNLOCK key owner READ|WRITE lease [LATCH request_id latch_ms]`
 pub fn rwlock_unlock(ctx: &Ctx, args: &Args) -> Result {
-    arity(args, 5, "rwlock.unlock")?;
+    const CMD: &str = "rwlock.unlock";
+    arity(args, 5, CMD)?;
     let (key, owner) = (args.bytes(1), args.bytes(2));
     let side = parse_side(args.bytes(3))?;
-    let lease = parse_ms(args.bytes(4), "lease")?;
-    let opts = parse_options(args, 5, Accepts { latch: true, ..Accepts::default() })?;
+    let lease = parse_ms(args.bytes(4), "lease", CMD)?;
+    let opts = parse_options(args, 5, Accepts { latch: true, ..Accepts::default() }, CMD)?;
     let mut store = RedisStore::new(ctx, args);
-    let reply = rwlock::unlock(&mut store, key, owner, side, lease, opts.latch);
+    let reply = rwlock::unlock(&mut store, key, owner, side, lease, opts.latch).map_err(|e| e.in_command(CMD));
     drop(store);
     if let Ok(Reply::Int(_)) = reply {
         stats::RELEASED.inc();
@@ -63,13 +66,14 @@ pub fn rwlock_unlock(ctx: &Ctx, args: &Args) -> Result {
 
 /// `RWLOCK.RENEW key owner lease`
 pub fn rwlock_renew(ctx: &Ctx, args: &Args) -> Result {
+    const CMD: &str = "rwlock.renew";
     if args.len() != 4 {
-        return Err(LockError::WrongArity("rwlock.renew"));
+        return Err(LockError::WrongArity(CMD));
     }
     let (key, owner) = (args.bytes(1), args.bytes(2));
-    let lease = parse_ms(args.bytes(3), "lease")?;
+    let lease = parse_ms(args.bytes(3), "lease", CMD)?;
     let mut store = RedisStore::new(ctx, args);
-    let reply = rwlock::renew(&mut store, key, owner, lease);
+    let reply = rwlock::renew(&mut store, key, owner, lease).map_err(|e| e.in_command(CMD));
     if let Ok(Reply::Int(1)) = reply {
         stats::RENEWED.inc();
     }

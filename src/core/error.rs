@@ -9,8 +9,16 @@ pub enum LockError {
     WrongArity(&'static str),
     /// A number argument that does not parse as a 64-bit integer.
     NotInteger,
-    /// A time argument that must be positive (or non-negative, as `what` says).
+    /// A time argument that must be positive.
     NotPositive(&'static str),
+    /// A `BLOCK` timeout below 0.
+    NegativeTimeout,
+    /// A time whose deadline (now + ms, or one derived from the keyspace) would not fit in a
+    /// signed 64-bit ms timestamp, the limit of `PEXPIREAT`: Redis' `SET ... PX` error, naming
+    /// the command. The core leaves the name empty; [`LockError::in_command`] fills it in.
+    InvalidExpire(&'static str),
+    /// A hold count or fencing counter that would pass the 64-bit range (`HINCRBY`'s error).
+    Overflow,
     /// An unknown option or misplaced word.
     Syntax,
     /// A key (the lock or a key derived from it) holds another type.
@@ -19,8 +27,42 @@ pub enum LockError {
     CorruptHoldCount,
     /// The read-write lock's owner named `mode`, which would collide with the mode field.
     ReservedOwner,
+    /// The caller's ACL does not allow a key or channel the command would touch.
+    NoPerm(Denied, Vec<u8>),
     /// Not an error: the client was parked and will be answered later.
     Blocked,
+}
+
+/// What a `NOPERM` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Denied {
+    Key,
+    Channel,
+    /// The user a parked client ran as no longer exists.
+    User,
+}
+
+/// Names in errors are cut here: an owner is client-chosen and may be long.
+const MAX_NAME_IN_ERROR: usize = 200;
+
+fn shown(name: &[u8]) -> String {
+    let cut = &name[..name.len().min(MAX_NAME_IN_ERROR)];
+    let s = String::from_utf8_lossy(cut).replace(['\r', '\n'], " ");
+    if cut.len() < name.len() {
+        format!("{s}...")
+    } else {
+        s
+    }
+}
+
+impl LockError {
+    /// Names `cmd` (lowercase, as registered) in an error that names its command.
+    pub fn in_command(self, cmd: &'static str) -> LockError {
+        match self {
+            LockError::InvalidExpire(_) => LockError::InvalidExpire(cmd),
+            e => e,
+        }
+    }
 }
 
 impl fmt::Display for LockError {
@@ -29,10 +71,21 @@ impl fmt::Display for LockError {
             LockError::WrongArity(cmd) => write!(f, "ERR wrong number of arguments for '{cmd}' command"),
             LockError::NotInteger => f.write_str("ERR value is not an integer or out of range"),
             LockError::NotPositive(what) => write!(f, "ERR {what} must be a positive integer"),
+            LockError::NegativeTimeout => {
+                f.write_str("ERR timeout must be a non-negative integer (ms; 0 waits without a limit)")
+            }
+            LockError::InvalidExpire(cmd) => write!(f, "ERR invalid expire time in '{cmd}' command"),
+            LockError::Overflow => f.write_str("ERR increment or decrement would overflow"),
             LockError::Syntax => f.write_str("ERR syntax error"),
             LockError::WrongType => f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value"),
             LockError::CorruptHoldCount => f.write_str("ERR lock hash field is not an integer hold count"),
             LockError::ReservedOwner => f.write_str("ERR owner name 'mode' is reserved by the read-write lock"),
+            // Redis' own wording for a denied key or channel, naming it.
+            LockError::NoPerm(Denied::Key, n) => write!(f, "NOPERM No permissions to access the '{}' key", shown(n)),
+            LockError::NoPerm(Denied::Channel, n) => {
+                write!(f, "NOPERM No permissions to access the '{}' channel", shown(n))
+            }
+            LockError::NoPerm(Denied::User, n) => write!(f, "NOPERM The user '{}' no longer exists", shown(n)),
             LockError::Blocked => f.write_str("ERR client blocked"),
         }
     }

@@ -134,6 +134,15 @@ fn unlock_with_a_latch_answers_a_retry_with_the_first_outcome() {
 }
 
 #[test]
+fn over_maxmemory_an_unlock_of_a_free_lock_writes_no_latch() {
+    let mut s = MemoryStore::at(T0);
+    s.oom = true;
+    let latch = Some(Latch { request_id: b"r1", ttl_ms: 5_000 });
+    assert_eq!(unlock(&mut s, b"fairLock", b"t1", LEASE, latch), Ok(Reply::Int(1)));
+    assert!(!s.exists(&crate::names::unlock_latch(b"fairLock", b"r1")));
+}
+
+#[test]
 fn cancel_in_the_middle_moves_the_later_waiters_up() {
     let mut s = t1_holds_t3_t2_queue();
     s.advance(1_000);
@@ -143,6 +152,51 @@ fn cancel_in_the_middle_moves_the_later_waiters_up() {
     assert_eq!(s.list_strings(Q), ["t3", "t4"]);
     assert_eq!(zset(&mut s), pairs(&[("t3", t3), ("t4", t3 + WAIT)]));
     assert_eq!(cancel(&mut s, b"fairLock", b"t2", WAIT), Ok(Reply::Int(0)));
+}
+
+/// t1 holds; `n` waiters `w0..` queue behind it, each with its own `wait`.
+fn long_queue(n: usize) -> MemoryStore {
+    let mut s = MemoryStore::at(T0);
+    acq(&mut s, "t1");
+    for i in 0..n {
+        let wait = 1_000 + 37 * i as i64;
+        acquire(&mut s, b"fairLock", format!("w{i}").as_bytes(), LEASE, wait, IfRefused::Queue).expect("queue");
+    }
+    s
+}
+
+#[test]
+fn cancelling_many_at_once_leaves_the_keyspace_of_cancelling_them_one_by_one() {
+    #[rustfmt::skip]
+    let cases: &[&[(&str, i64)]] = &[
+        &[("w3", 1_111)],
+        &[("w0", 1_000), ("w5", 2_000), ("w19", 3_000)],
+        &[("w7", 500), ("w2", 700), ("w7", 900)],          // an owner twice: its first wait
+        &[("w4", 10), ("nobody", 99), ("t1", 5)],          // unknown and holder: no-ops
+        &[("w1", 1), ("w2", 2), ("w3", 3), ("w4", 4), ("w5", 5), ("w6", 6), ("w7", 7), ("w8", 8),
+          ("w9", 9), ("w10", 10), ("w11", 11), ("w12", 12), ("w13", 13), ("w14", 14), ("w15", 15),
+          ("w16", 16), ("w17", 17), ("w18", 18), ("w19", 19), ("w0", 20)],
+    ];
+    for cancels in cases {
+        let mut one_by_one = long_queue(20);
+        for (owner, wait) in *cancels {
+            cancel(&mut one_by_one, b"fairLock", owner.as_bytes(), *wait).expect("cancel");
+        }
+        let mut at_once = long_queue(20);
+        let batch: Vec<(&[u8], i64)> = cancels.iter().map(|(o, w)| (o.as_bytes(), *w)).collect();
+        cancel_many(&mut at_once, b"fairLock", &batch).expect("cancel_many");
+        assert_eq!(at_once.list_strings(Q), one_by_one.list_strings(Q), "{cancels:?}");
+        assert_eq!(zset(&mut at_once), zset(&mut one_by_one), "{cancels:?}");
+        assert_eq!(at_once.hash("fairLock"), one_by_one.hash("fairLock"));
+    }
+}
+
+#[test]
+fn cancelling_many_checks_the_key_types_before_any_write() {
+    let mut s = long_queue(3);
+    s.data.insert(Z.as_bytes().to_vec(), (crate::core::memory::Value::Str(b"x".to_vec()), None));
+    assert_eq!(cancel_many(&mut s, b"fairLock", &[(b"w1", 1_000)]), Err(LockError::WrongType));
+    assert_eq!(s.list_strings(Q), ["w0", "w1", "w2"]);
 }
 
 #[test]

@@ -21,6 +21,12 @@ pub struct MemoryStore {
     pub now: i64,
     pub data: HashMap<Vec<u8>, (Value, Option<i64>)>,
     pub published: Vec<(Vec<u8>, Vec<u8>)>,
+    /// A fake ACL: `Some(names denied)` makes the caller restricted.
+    pub acl: Option<Vec<Vec<u8>>>,
+    /// Every need checked, in order.
+    pub checked: Vec<crate::access::Need>,
+    /// What `over_maxmemory` answers.
+    pub oom: bool,
 }
 
 impl MemoryStore {
@@ -157,6 +163,26 @@ impl Store for MemoryStore {
         self.now
     }
 
+    fn restricted(&mut self) -> bool {
+        self.acl.is_some()
+    }
+
+    fn permit(&mut self, needs: &[crate::access::Need]) -> Result<()> {
+        use crate::access::Need;
+        use crate::core::Denied;
+        for n in needs {
+            self.checked.push(n.clone());
+            let (what, name) = match n {
+                Need::Key(k, _) => (Denied::Key, k),
+                Need::Publish(c) => (Denied::Channel, c),
+            };
+            if self.acl.as_ref().is_some_and(|denied| denied.contains(name)) {
+                return Err(LockError::NoPerm(what, name.clone()));
+            }
+        }
+        Ok(())
+    }
+
     fn exists(&mut self, key: &[u8]) -> bool {
         self.value(key).is_some()
     }
@@ -206,11 +232,11 @@ impl Store for MemoryStore {
         }
     }
 
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
-        let h = self.hash_mut(key);
-        let cur = h.get(field).and_then(|v| super::parse_i64(v)).unwrap_or(0);
-        h.insert(field.to_vec(), (cur + by).to_string().into_bytes());
-        cur + by
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
+        let cur = self.hash_get(key, field)?.and_then(|v| super::parse_i64(&v)).unwrap_or(0);
+        let next = super::incremented(cur, by)?;
+        self.hash_mut(key).insert(field.to_vec(), next.to_string().into_bytes());
+        Ok(next)
     }
 
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
@@ -237,15 +263,16 @@ impl Store for MemoryStore {
         self.data.insert(key.to_vec(), (Value::Str(value.to_vec()), Some(at)));
     }
 
-    fn incr(&mut self, key: &[u8]) -> i64 {
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
         self.expire_if_needed(key);
-        let entry = self.data.entry(key.to_vec()).or_insert((Value::Str(b"0".to_vec()), None));
-        let n = match &entry.0 {
-            Value::Str(v) => super::parse_i64(v).unwrap_or(0) + 1,
-            _ => 1,
+        let cur = match self.data.get(key) {
+            Some((Value::Str(v), _)) => super::parse_i64(v).unwrap_or(0),
+            _ => 0,
         };
+        let n = super::incremented(cur, 1)?;
+        let entry = self.data.entry(key.to_vec()).or_insert((Value::Str(b"0".to_vec()), None));
         entry.0 = Value::Str(n.to_string().into_bytes());
-        n
+        Ok(n)
     }
 
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {
@@ -333,5 +360,9 @@ impl Store for MemoryStore {
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         self.published.push((channel.to_vec(), message.to_vec()));
+    }
+
+    fn over_maxmemory(&mut self) -> bool {
+        self.oom
     }
 }

@@ -7,17 +7,22 @@
 
 pub mod error;
 pub mod fair;
+pub mod fencing;
 pub mod hold_expiries;
+pub mod holds;
 pub mod info;
+pub mod kinds;
 pub mod reentrant;
 pub mod rwlock;
 pub mod store;
 
 #[cfg(test)]
-#[cfg(test)]
 pub mod memory;
 
-pub use error::LockError;
+#[cfg(test)]
+mod access_tests;
+
+pub use error::{Denied, LockError};
 pub use store::Store;
 
 pub type Result<T> = std::result::Result<T, LockError>;
@@ -44,9 +49,27 @@ pub struct Latch<'a> {
     pub ttl_ms: i64,
 }
 
-/// Returns the recorded outcome of an earlier unlock with the same request id, if any.
+/// The absolute time `ms` after `now`, or `InvalidExpire` where Redis' `SET ... PX` would
+/// refuse it: past `i64::MAX` ms (what `PEXPIREAT` and `SET ... PXAT` accept), or not after
+/// the epoch. Every deadline a command writes is computed here before its first write, so an
+/// overflow is an error that changes nothing, never a wrapped or saturated expiry.
+pub fn deadline(now: i64, ms: i64) -> Result<i64> {
+    match now.checked_add(ms) {
+        Some(at) if at > 0 => Ok(at),
+        _ => Err(LockError::InvalidExpire("")),
+    }
+}
+
+/// Checks that one more hold (or token) fits: `HINCRBY`'s overflow rule, before any write.
+pub fn incremented(count: i64, by: i64) -> Result<i64> {
+    count.checked_add(by).ok_or(LockError::Overflow)
+}
+
+/// Returns the recorded outcome of an earlier unlock with the same request id, if any. Checks
+/// the latch's own expiry first: it is written last, after the unlock's other writes.
 pub fn latch_check<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>) -> Result<Option<Reply>> {
     let Some(l) = latch else { return Ok(None) };
+    deadline(s.now(), l.ttl_ms)?;
     let name = crate::names::unlock_latch(key, l.request_id);
     // Redisson replies `tonumber(value)`: nil for anything that is not a number.
     Ok(s.get(&name)?.map(|v| parse_i64(&v).map_or(Reply::Nil, Reply::Int)))
@@ -56,8 +79,29 @@ pub fn latch_check<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>) -> Res
 pub fn latch_record<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outcome: i64) {
     if let Some(l) = latch {
         let name = crate::names::unlock_latch(key, l.request_id);
-        let now = s.now();
-        s.set_px_at(&name, if outcome == 0 { b"0" } else { b"1" }, now + l.ttl_ms);
+        // Checked by `latch_check`, which every unlock calls first, on the same clock reading.
+        let at = s.now().saturating_add(l.ttl_ms);
+        s.set_px_at(&name, if outcome == 0 { b"0" } else { b"1" }, at);
+    }
+}
+
+/// Records the outcome of an unlock that released nothing (the lock was absent or free), except
+/// over `maxmemory`: the unlock still runs and replies, but a new key that frees nothing is not
+/// written into a full server. A retry then runs again and finds nothing to release either.
+pub fn latch_record_unreleased<S: Store>(s: &mut S, key: &[u8], latch: Option<Latch>, outcome: i64) {
+    if latch.is_some() && !s.over_maxmemory() {
+        latch_record(s, key, latch, outcome);
+    }
+}
+
+/// Checks that the caller's ACL allows `needs` (see `crate::access`), before any write. The
+/// list is built only for a caller the ACL may deny something: an unrestricted one pays for
+/// no names, even where the list is O(N).
+pub fn permit<S: Store>(s: &mut S, needs: impl FnOnce() -> Vec<crate::access::Need>) -> Result<()> {
+    if s.restricted() {
+        s.permit(&needs())
+    } else {
+        Ok(())
     }
 }
 
@@ -118,3 +162,8 @@ mod parse_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod kinds_tests;
+#[cfg(test)]
+mod times_tests;

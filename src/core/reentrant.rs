@@ -8,8 +8,8 @@
 //! Releasing the last hold deletes the hash and publishes `0` on
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
-use super::{latch_check, latch_record, Latch, Reply, Result, Store};
-use crate::names;
+use super::{deadline, kinds, latch_check, latch_record, permit, rwlock, Latch, Reply, Result, Store};
+use crate::{access, names};
 
 /// What an acquire attempt did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,51 +33,61 @@ impl Acquired {
 }
 
 /// `LOCK.ACQUIRE key owner lease`: take (or re-enter) the lock, or report its PTTL.
+///
+/// One name, one kind: a read-write lock's hash is refused even to an owner that holds read
+/// holds in it, and a free lock is refused while a fair lock's queue under the same name has a
+/// live waiter (reply: the time that waiter has left to take it), so no one jumps that queue.
 pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Acquired> {
-    let holds = s.hash_get_int(key, owner)?;
-    if holds.is_none() && s.exists(key) {
+    let at = deadline(s.now(), lease)?;
+    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
         return Ok(Acquired::Refused(s.pttl(key)));
     }
-    s.hash_incr(key, owner, 1);
-    let at = s.now() + lease;
+    let holds = s.hash_get_int(key, owner)?;
+    match holds {
+        None if s.exists(key) => return Ok(Acquired::Refused(s.pttl(key))),
+        None => {
+            if let Some(ttl) = kinds::fair_queue_ahead(s, key)? {
+                return Ok(Acquired::Refused(ttl));
+            }
+        }
+        Some(_) if kinds::is_rwlock(s, key) => return Ok(Acquired::Refused(s.pttl(key))),
+        Some(_) => {}
+    }
+    s.hash_incr(key, owner, 1)?;
     s.pexpire_at(key, at);
     Ok(if holds.is_some() { Acquired::Reentered } else { Acquired::New })
 }
 
-/// `LOCK.ACQUIRE key owner lease TOKEN`: Redisson's `RFencedLock`. Every grant, first or
-/// reentrant, increments the lock's token counter: `[-1, token]`; refused: `[pttl, -1]`.
-/// The counter never expires, so tokens only grow, across holders, unlocks and restarts.
-pub fn acquire_fenced<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<(Acquired, Reply)> {
-    let counter = names::token(key);
-    // Checked before any write: a counter that is not an integer is an error, not a reset.
-    if let Some(v) = s.get(&counter)? {
-        super::parse_i64(&v).ok_or(super::LockError::NotInteger)?;
+/// The hold count of `owner` in `key` as a reentrant (or fair) lock: None if it holds nothing
+/// there, or if `key` is a read-write lock (whose read counts are not reentrant holds).
+pub fn holds<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<Option<i64>> {
+    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
+        return Ok(None);
     }
-    let outcome = acquire(s, key, owner, lease)?;
-    let reply = match outcome {
-        Acquired::Refused(ttl) => Reply::Array(vec![Reply::Int(ttl), Reply::Int(-1)]),
-        Acquired::New | Acquired::Reentered => Reply::Array(vec![Reply::Int(-1), Reply::Int(s.incr(&counter))]),
-    };
-    Ok((outcome, reply))
+    match s.hash_get_int(key, owner)? {
+        Some(_) if kinds::is_rwlock(s, key) => Ok(None),
+        n => Ok(n),
+    }
 }
 
 /// `LOCK.UNLOCK key owner lease [LATCH ...]`: nil if `owner` holds nothing, 0 if holds remain
 /// (the lease is renewed), 1 if this released the lock.
 pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: Option<Latch>) -> Result<Reply> {
+    let at = deadline(s.now(), lease)?;
+    permit(s, || access::lock_unlock(key, latch.map(|l| l.request_id)))?;
     if let Some(earlier) = latch_check(s, key, latch)? {
         return Ok(earlier);
     }
-    let Some(holds) = s.hash_get_int(key, owner)? else {
+    let Some(holds) = holds(s, key, owner)? else {
         return Ok(Reply::Nil);
     };
     if holds.saturating_sub(1) > 0 {
-        s.hash_incr(key, owner, -1);
-        let at = s.now() + lease;
+        s.hash_incr(key, owner, -1)?;
         s.pexpire_at(key, at);
         latch_record(s, key, latch, 0);
         return Ok(Reply::Int(0));
     }
-    s.hash_incr_then_del(key, owner, -1);
+    s.hash_incr_then_del(key, owner, -1)?;
     s.publish(&names::lock_channel(key), b"0");
     latch_record(s, key, latch, 1);
     Ok(Reply::Int(1))
@@ -85,17 +95,21 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
 
 /// `LOCK.RENEW key owner lease`: 1 if `owner` holds the lock (its lease is reset), else 0.
 pub fn renew<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Reply> {
-    if s.hash_get(key, owner)?.is_none() {
+    let at = deadline(s.now(), lease)?;
+    // Any value: Redisson's renewal tests the field's presence, not its count.
+    let held = s.hash_get(key, owner)?.is_some() && !kinds::is_rwlock(s, key);
+    if !held {
         return Ok(Reply::Int(0));
     }
-    let at = s.now() + lease;
     s.pexpire_at(key, at);
     Ok(Reply::Int(1))
 }
 
 /// `LOCK.FORCEUNLOCK key`: delete the lock whoever holds it; 1 if it existed.
+/// A read-write lock under the name is not this kind's to delete: 0.
 pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
-    if !s.del(key) {
+    permit(s, || access::lock_forceunlock(key))?;
+    if kinds::is_rwlock(s, key) || !s.del(key) {
         return Ok(Reply::Int(0));
     }
     s.publish(&names::lock_channel(key), b"0");
@@ -213,31 +227,6 @@ mod tests {
         assert_eq!(unlock(&mut s, K, b"a", 30_000, latch), Ok(Reply::Int(0)));
         assert_eq!(unlock(&mut s, K, b"a", 30_000, latch), Ok(Reply::Int(0)));
         assert_eq!(s.hash("lock"), vec![("a".into(), "1".into())]);
-    }
-
-    #[test]
-    fn fenced_grants_count_up_across_owners_and_reentry() {
-        let mut s = store();
-        let grant = |t| Reply::Array(vec![Reply::Int(-1), Reply::Int(t)]);
-        let acquire_fenced = |s: &mut MemoryStore, k, o, l| acquire_fenced(s, k, o, l).map(|(_, r)| r);
-        assert_eq!(acquire_fenced(&mut s, K, b"a", 1_000), Ok(grant(1)));
-        assert_eq!(acquire_fenced(&mut s, K, b"a", 1_000), Ok(grant(2)));
-        assert_eq!(acquire_fenced(&mut s, K, b"b", 1_000), Ok(Reply::Array(vec![Reply::Int(1_000), Reply::Int(-1)])));
-        unlock(&mut s, K, b"a", 1_000, None).unwrap();
-        unlock(&mut s, K, b"a", 1_000, None).unwrap();
-        assert_eq!(acquire_fenced(&mut s, K, b"b", 1_000), Ok(grant(3)));
-        // The counter outlives the lock and has no expiry.
-        s.advance(5_000);
-        assert_eq!(s.pttl(b"redisson_lock_token:{lock}"), crate::core::store::TTL_PERSISTENT);
-        assert_eq!(acquire_fenced(&mut s, K, b"c", 1_000), Ok(grant(4)));
-    }
-
-    #[test]
-    fn a_non_integer_token_counter_is_an_error_that_changes_nothing() {
-        let mut s = store();
-        s.data.insert(b"redisson_lock_token:{lock}".to_vec(), (Value::Str(b"x".to_vec()), None));
-        assert_eq!(acquire_fenced(&mut s, K, b"a", 1_000).map(|(_, r)| r), Err(LockError::NotInteger));
-        assert!(!s.exists(K));
     }
 
     #[test]

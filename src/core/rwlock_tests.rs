@@ -25,7 +25,7 @@ fn t(s: &mut MemoryStore, owner: &str, i: i64) -> i64 {
 #[test]
 fn a_free_lock_is_read_locked_with_one_timeout_key() {
     let mut s = store();
-    assert_eq!(read_lock(&mut s, K, b"a", 30_000), Ok(Acquired::New));
+    assert_eq!(read_lock(&mut s, K, b"a", 30_000, Writers::None), Ok(Acquired::New));
     assert_eq!(s.hash("rw"), pairs(&[("a", "1"), ("mode", "read")]));
     assert_eq!(s.pttl(K), 30_000);
     assert_eq!(t(&mut s, "a", 1), 30_000);
@@ -34,11 +34,11 @@ fn a_free_lock_is_read_locked_with_one_timeout_key() {
 #[test]
 fn readers_share_and_the_lock_keeps_the_longest_lease() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     s.advance(1_000);
-    assert_eq!(read_lock(&mut s, K, b"b", 5_000), Ok(Acquired::New));
+    assert_eq!(read_lock(&mut s, K, b"b", 5_000, Writers::None), Ok(Acquired::New));
     assert_eq!(s.pttl(K), 29_000, "max(remaining, lease)");
-    assert_eq!(read_lock(&mut s, K, b"a", 60_000), Ok(Acquired::Reentered));
+    assert_eq!(read_lock(&mut s, K, b"a", 60_000, Writers::None), Ok(Acquired::Reentered));
     assert_eq!(s.pttl(K), 60_000);
     assert_eq!(t(&mut s, "a", 2), 60_000);
     assert_eq!(s.hash("rw"), pairs(&[("a", "2"), ("b", "1"), ("mode", "read")]));
@@ -47,7 +47,7 @@ fn readers_share_and_the_lock_keeps_the_longest_lease() {
 #[test]
 fn a_writer_is_refused_while_readers_hold_and_gets_the_ttl() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     s.advance(500);
     assert_eq!(write_lock(&mut s, K, b"w", 10_000), Ok(Acquired::Refused(29_500)));
 }
@@ -56,7 +56,7 @@ fn a_writer_is_refused_while_readers_hold_and_gets_the_ttl() {
 fn a_reader_is_refused_while_another_owner_writes() {
     let mut s = store();
     write_lock(&mut s, K, b"w", 10_000).unwrap();
-    assert_eq!(read_lock(&mut s, K, b"a", 10_000), Ok(Acquired::Refused(10_000)));
+    assert_eq!(read_lock(&mut s, K, b"a", 10_000, Writers::None), Ok(Acquired::Refused(10_000)));
     assert_eq!(write_lock(&mut s, K, b"x", 10_000), Ok(Acquired::Refused(10_000)));
 }
 
@@ -74,10 +74,10 @@ fn write_reentry_adds_the_lease_to_the_remaining_ttl() {
 #[test]
 fn read_unlock_keeps_ttl_of_longest_remaining_hold() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     s.advance(10_000);
-    read_lock(&mut s, K, b"b", 5_000).unwrap();
+    read_lock(&mut s, K, b"b", 5_000, Writers::None).unwrap();
     s.advance(1_000);
     // a's second hold goes: the longest left is a's first (19 s), not b's (4 s).
     assert_eq!(unlock(&mut s, K, b"a", Side::Read, 30_000, None), Ok(Reply::Int(0)));
@@ -97,7 +97,7 @@ fn read_unlock_keeps_ttl_of_longest_remaining_hold() {
 fn the_writer_reads_then_unlocks_both_sides() {
     let mut s = store();
     write_lock(&mut s, K, b"w", 30_000).unwrap();
-    assert_eq!(read_lock(&mut s, K, b"w", 30_000), Ok(Acquired::New));
+    assert_eq!(read_lock(&mut s, K, b"w", 30_000, Writers::None), Ok(Acquired::New));
     assert_eq!(s.hash("rw"), pairs(&[("mode", "write"), ("w", "1"), ("w:write", "1")]));
     // Read unlock: the write field alone has no timeout keys, the mode is write: reply 0.
     assert_eq!(unlock(&mut s, K, b"w", Side::Read, 30_000, None), Ok(Reply::Int(0)));
@@ -111,11 +111,11 @@ fn the_writer_reads_then_unlocks_both_sides() {
 fn write_unlock_with_read_holds_left_downgrades_to_read() {
     let mut s = store();
     write_lock(&mut s, K, b"w", 30_000).unwrap();
-    read_lock(&mut s, K, b"w", 30_000).unwrap();
+    read_lock(&mut s, K, b"w", 30_000, Writers::None).unwrap();
     assert_eq!(unlock(&mut s, K, b"w", Side::Write, 30_000, None), Ok(Reply::Int(1)));
     assert_eq!(s.hash("rw"), pairs(&[("mode", "read"), ("w", "1")]));
     assert!(s.take_published().is_empty(), "a downgrade releases nothing");
-    assert_eq!(read_lock(&mut s, K, b"other", 1_000), Ok(Acquired::New));
+    assert_eq!(read_lock(&mut s, K, b"other", 1_000, Writers::None), Ok(Acquired::New));
 }
 
 #[test]
@@ -130,9 +130,9 @@ fn partial_write_unlock_resets_the_lease() {
 #[test]
 fn read_holds_that_expired_on_their_own_do_not_keep_the_lock() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 100).unwrap();
-    read_lock(&mut s, K, b"b", 30_000).unwrap();
-    read_lock(&mut s, K, b"b", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 100, Writers::None).unwrap();
+    read_lock(&mut s, K, b"b", 30_000, Writers::None).unwrap();
+    read_lock(&mut s, K, b"b", 30_000, Writers::None).unwrap();
     s.advance(200);
     // b's second hold goes; a's key is gone, b's first remains.
     assert_eq!(unlock(&mut s, K, b"b", Side::Read, 1, None), Ok(Reply::Int(0)));
@@ -145,8 +145,8 @@ fn read_holds_that_expired_on_their_own_do_not_keep_the_lock() {
 fn read_unlock_in_write_mode_without_live_read_keys_replies_0() {
     let mut s = store();
     write_lock(&mut s, K, b"w", 30_000).unwrap();
-    read_lock(&mut s, K, b"w", 10).unwrap();
-    read_lock(&mut s, K, b"w", 10).unwrap();
+    read_lock(&mut s, K, b"w", 10, Writers::None).unwrap();
+    read_lock(&mut s, K, b"w", 10, Writers::None).unwrap();
     s.advance(20);
     assert_eq!(unlock(&mut s, K, b"w", Side::Read, 1, None), Ok(Reply::Int(0)));
     assert_eq!(s.pttl(K), 29_980, "the TTL is left as it was");
@@ -155,7 +155,7 @@ fn read_unlock_in_write_mode_without_live_read_keys_replies_0() {
 #[test]
 fn unlock_by_a_non_holder_replies_nil_and_changes_nothing() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     assert_eq!(unlock(&mut s, K, b"b", Side::Read, 1, None), Ok(Reply::Nil));
     assert_eq!(unlock(&mut s, K, b"a", Side::Write, 1, None), Ok(Reply::Nil));
     assert_eq!(s.hash("rw"), pairs(&[("a", "1"), ("mode", "read")]));
@@ -173,21 +173,36 @@ fn unlock_of_a_free_lock_publishes_and_replies_nil() {
 #[test]
 fn a_latched_unlock_replays_its_first_outcome() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     let latch = Some(Latch { request_id: b"r1", ttl_ms: 500 });
     assert_eq!(unlock(&mut s, K, b"a", Side::Read, 1, latch), Ok(Reply::Int(1)));
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     assert_eq!(unlock(&mut s, K, b"a", Side::Read, 1, latch), Ok(Reply::Int(1)));
     assert!(s.exists(K), "the retry changed nothing");
     assert_eq!(s.pttl(&names::unlock_latch(K, b"r1")), 500);
 }
 
 #[test]
+fn over_maxmemory_an_unlock_of_an_absent_lock_writes_no_latch_but_a_release_does() {
+    let mut s = store();
+    s.oom = true;
+    let latch = Some(Latch { request_id: b"r1", ttl_ms: 500 });
+    assert_eq!(unlock(&mut s, K, b"a", Side::Write, 1, latch), Ok(Reply::Nil));
+    assert!(!s.exists(&names::unlock_latch(K, b"r1")), "no latch for a release of nothing");
+    assert_eq!(s.take_published(), vec![(CH.into(), "1".into())], "waiters are still told");
+    s.oom = false;
+    write_lock(&mut s, K, b"a", 30_000).unwrap();
+    s.oom = true;
+    assert_eq!(unlock(&mut s, K, b"a", Side::Write, 1, latch), Ok(Reply::Int(1)));
+    assert_eq!(s.pttl(&names::unlock_latch(K, b"r1")), 500, "a real release keeps its retry guard");
+}
+
+#[test]
 fn renew_refreshes_every_read_hold_and_the_lock() {
     let mut s = store();
     write_lock(&mut s, K, b"a", 1_000).unwrap();
-    read_lock(&mut s, K, b"a", 1_000).unwrap();
-    read_lock(&mut s, K, b"a", 1_000).unwrap();
+    read_lock(&mut s, K, b"a", 1_000, Writers::None).unwrap();
+    read_lock(&mut s, K, b"a", 1_000, Writers::None).unwrap();
     assert_eq!(renew(&mut s, K, b"a", 9_000), Ok(Reply::Int(1)));
     assert_eq!((s.pttl(K), t(&mut s, "a", 1), t(&mut s, "a", 2)), (9_000, 9_000, 9_000));
     assert_eq!(renew(&mut s, K, b"b", 9_000), Ok(Reply::Int(0)));
@@ -196,7 +211,7 @@ fn renew_refreshes_every_read_hold_and_the_lock() {
 #[test]
 fn force_unlock_deletes_only_in_the_given_mode() {
     let mut s = store();
-    read_lock(&mut s, K, b"a", 30_000).unwrap();
+    read_lock(&mut s, K, b"a", 30_000, Writers::None).unwrap();
     assert_eq!(force_unlock(&mut s, K, Side::Write), Ok(Reply::Int(0)));
     assert_eq!(force_unlock(&mut s, K, Side::Read), Ok(Reply::Int(1)));
     assert!(!s.exists(K));
@@ -207,7 +222,7 @@ fn force_unlock_deletes_only_in_the_given_mode() {
 #[test]
 fn an_owner_named_mode_is_refused_before_any_write() {
     let mut s = store();
-    assert_eq!(read_lock(&mut s, K, b"mode", 1), Err(LockError::ReservedOwner));
+    assert_eq!(read_lock(&mut s, K, b"mode", 1, Writers::None), Err(LockError::ReservedOwner));
     assert_eq!(write_lock(&mut s, K, b"mode", 1), Err(LockError::ReservedOwner));
     assert!(!s.exists(K));
 }
@@ -216,7 +231,7 @@ fn an_owner_named_mode_is_refused_before_any_write() {
 fn a_lock_key_of_another_type_is_wrongtype() {
     let mut s = store();
     s.set_px_at(K, b"x", 2_000_000);
-    assert_eq!(read_lock(&mut s, K, b"a", 1), Err(LockError::WrongType));
+    assert_eq!(read_lock(&mut s, K, b"a", 1, Writers::None), Err(LockError::WrongType));
     assert_eq!(unlock(&mut s, K, b"a", Side::Read, 1, None), Err(LockError::WrongType));
     assert_eq!(renew(&mut s, K, b"a", 1), Err(LockError::WrongType));
 }

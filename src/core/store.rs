@@ -17,8 +17,24 @@ pub trait Store {
     /// The server's clock in ms, read once per command.
     fn now(&self) -> i64;
 
+    // -- access --------------------------------------------------------------------------------
+    /// True when the caller's ACL may deny a derived key or channel: only then are the names
+    /// listed and checked (see [`super::permit`]).
+    fn restricted(&mut self) -> bool {
+        false
+    }
+    /// Checks each need against the caller's ACL: `NOPERM` naming the first one denied.
+    fn permit(&mut self, _needs: &[crate::access::Need]) -> Result<()> {
+        Ok(())
+    }
+
     // -- any type ------------------------------------------------------------------------------
     fn exists(&mut self, key: &[u8]) -> bool;
+    /// `EXISTS`, for a key the command only glances at and will not write: a store may look
+    /// it up without opening it (cheaper, and no write-side effects).
+    fn peek_exists(&mut self, key: &[u8]) -> bool {
+        self.exists(key)
+    }
     /// Remaining time to live in ms, or [`TTL_MISSING`] / [`TTL_PERSISTENT`], as `PTTL`.
     fn pttl(&mut self, key: &[u8]) -> i64;
     /// `DEL`: true if the key existed.
@@ -40,13 +56,22 @@ pub trait Store {
     fn hash_len(&mut self, key: &[u8]) -> Result<usize>;
     /// `HGETALL`, in no particular order.
     fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
-    /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value.
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> i64;
+    /// At most `n` of the hash's fields with their values (which ones is unspecified), with
+    /// work proportional to `n`, not to the hash: `HSCAN` stopped early.
+    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut all = self.hash_entries(key)?;
+        all.truncate(n);
+        Ok(all)
+    }
+    /// `HINCRBY`, on a field known to hold an integer (or absent); returns the new value, or
+    /// `Overflow` (writing nothing) if it would leave the 64-bit range, as `HINCRBY` does.
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64>;
     /// `HINCRBY` then `DEL` of the key: the effects of both (a release that takes the last
     /// hold), where the incremented value is never read.
-    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) {
-        self.hash_incr(key, field, by);
+    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<()> {
+        self.hash_incr(key, field, by)?;
         self.del(key);
+        Ok(())
     }
     /// `HSET` of one field.
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]);
@@ -58,8 +83,9 @@ pub trait Store {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// `SET key value PXAT at`, replacing a value of any type.
     fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64);
-    /// `INCR` of a counter known to be a string holding an integer (or absent).
-    fn incr(&mut self, key: &[u8]) -> i64;
+    /// `INCR` of a counter known to be a string holding an integer (or absent); `Overflow`
+    /// (writing nothing) at `i64::MAX`, as `INCR` does.
+    fn incr(&mut self, key: &[u8]) -> Result<i64>;
 
     // -- list (the fair lock's queue) ------------------------------------------------------------
     /// `LLEN`; `WrongType` if the key is not a list.
@@ -68,12 +94,22 @@ pub trait Store {
     fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>>;
     /// `LRANGE key 0 -1`.
     fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// `LRANGE key 0 n-1`, in O(n).
+    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        let mut all = self.list_all(key)?;
+        all.truncate(n);
+        Ok(all)
+    }
     /// `LPOP` of a list known to be one (or absent).
     fn list_pop_head(&mut self, key: &[u8]);
     /// `RPUSH` of one element.
     fn list_push_tail(&mut self, key: &[u8], value: &[u8]);
     /// `LREM key 0 value`: removes every occurrence; how many there were.
     fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize;
+    /// [`Store::list_remove`] of each of `values`, in one pass over the list.
+    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        values.iter().map(|v| self.list_remove(key, v)).sum()
+    }
 
     // -- zset (the fair lock's deadlines) --------------------------------------------------------
     /// `ZCARD`; `WrongType` if the key is not a zset.
@@ -84,6 +120,10 @@ pub trait Store {
     fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool;
     /// `ZREM` of one member: true if it was there.
     fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool;
+    /// `ZREM key member...`: how many were there.
+    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        members.iter().filter(|m| self.zset_rem(key, m)).count()
+    }
     /// `ZINCRBY key by member` (a new member starts from 0); the new score.
     fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64;
     /// Adds `by` to every member's score: Redisson's `ZINCRBY` loop over `ZRANGE key 0 -1`,
@@ -102,6 +142,13 @@ pub trait Store {
     // -- pub/sub -------------------------------------------------------------------------------
     /// `PUBLISH`.
     fn publish(&mut self, channel: &[u8], message: &[u8]);
+
+    // -- the server ------------------------------------------------------------------------------
+    /// True when the server is over its `maxmemory`. Releases must work then (unlocks are not
+    /// `deny-oom`), but bookkeeping that only grows the keyspace is skipped.
+    fn over_maxmemory(&mut self) -> bool {
+        false
+    }
 
     // -- read holds of the read-write lock -----------------------------------------------------
     // One string key per read hold (`names::read_timeout`), value `1`, with the hold's lease.

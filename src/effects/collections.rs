@@ -65,10 +65,16 @@ impl RedisStore<'_> {
     }
 
     pub(super) fn list_all_(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let all = |k: &crate::ffi::Key| {
-            (0..k.len() as i64).filter_map(|i| k.list_get(i)).map(|v| v.bytes().to_vec()).collect()
+        self.list_first_(key, usize::MAX)
+    }
+
+    /// The first `n` elements, read in order through one handle (each step moves its iterator
+    /// by one: O(n) in all).
+    pub(super) fn list_first_(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+        let first = |k: &crate::ffi::Key| {
+            (0..k.len().min(n) as i64).filter_map(|i| k.list_get(i)).map(|v| v.bytes().to_vec()).collect()
         };
-        Ok(self.with_list(key, all)?.unwrap_or_default())
+        Ok(self.with_list(key, first)?.unwrap_or_default())
     }
 
     pub(super) fn list_pop_head_(&mut self, key: &[u8]) {
@@ -110,6 +116,54 @@ impl RedisStore<'_> {
             k.key.set_expire_at(at);
         }
         self.effect(LIST, c"lrem", k.name.raw(), c"LREM", &[Arg::S(k.name.raw()), Arg::I(0), Arg::B(value)]);
+        self.notify_if_deleted(i);
+        removed
+    }
+
+    /// Removes every occurrence of each of `values` in one pass (a rebuild, as `list_remove_`).
+    /// Replicated as one `LREM` per value when they are few; else as the list's new content
+    /// (`DEL`, `RPUSH`, the expiry it had): `k` `LREM`s would cost a replica O(list * k).
+    pub(super) fn list_remove_many_(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
+        /// Up to this many values, per-value `LREM`s are cheaper to replicate than the list.
+        const FEW: usize = 16;
+        if values.len() <= 1 {
+            return values.first().map_or(0, |v| self.list_remove_(key, v));
+        }
+        let gone: std::collections::HashSet<&[u8]> = values.iter().copied().collect();
+        let all = self.list_all_(key).unwrap_or_default();
+        let kept: Vec<&Vec<u8>> = all.iter().filter(|v| !gone.contains(v.as_slice())).collect();
+        let removed = all.len() - kept.len();
+        if removed == 0 {
+            return 0;
+        }
+        let kept_strs: Vec<crate::ffi::RStr> = kept.iter().map(|v| self.ctx.string(v)).collect();
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let expiry = k.key.expire_at();
+        while k.key.list_pop_head().is_some() {}
+        for v in &kept_strs {
+            k.key.list_push_tail(v.as_ref());
+        }
+        if let (Some(at), false) = (expiry, kept.is_empty()) {
+            k.key.set_expire_at(at);
+        }
+        self.ctx.notify(LIST, c"lrem", k.name.raw());
+        if gone.len() <= FEW {
+            for v in values {
+                self.ctx.replicate(c"LREM", &[Arg::B(key), Arg::I(0), Arg::B(v)]);
+            }
+        } else {
+            self.ctx.replicate(c"DEL", &[Arg::B(key)]);
+            if !kept.is_empty() {
+                let mut args = Vec::with_capacity(1 + kept.len());
+                args.push(Arg::B(key));
+                args.extend(kept.iter().map(|v| Arg::B(v.as_slice())));
+                self.ctx.replicate_many(c"RPUSH", &args);
+                if let Some(at) = expiry {
+                    self.ctx.replicate(c"PEXPIREAT", &[Arg::B(key), Arg::I(at)]);
+                }
+            }
+        }
         self.notify_if_deleted(i);
         removed
     }
@@ -158,6 +212,29 @@ impl RedisStore<'_> {
         self.effect(ZSET, c"zrem", k.name.raw(), c"ZREM", &[Arg::S(k.name.raw()), Arg::S(m.raw())]);
         self.notify_if_deleted(i);
         true
+    }
+
+    /// `ZREM key member...`: one event and one replicated command for all of them.
+    pub(super) fn zset_rem_many_(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() != KeyKind::Zset {
+            return 0;
+        }
+        let mut args = Vec::with_capacity(1 + members.len());
+        args.push(Arg::B(key));
+        for m in members {
+            let member = self.ctx.string(m);
+            if k.key.zset_rem(member.as_ref()) {
+                args.push(Arg::B(m));
+            }
+        }
+        let removed = args.len() - 1;
+        if removed > 0 {
+            self.effect(ZSET, c"zrem", k.name.raw(), c"ZREM", &args);
+            self.notify_if_deleted(i);
+        }
+        removed
     }
 
     pub(super) fn zset_incr_(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {

@@ -22,6 +22,20 @@ extern "C" fn set_pubsub(_name: *const c_char, val: c_int, _privdata: *mut c_voi
 
 type RawErr = *mut raw::RedisModuleString;
 
+extern "C" fn get_scripts(_name: *const c_char, _privdata: *mut c_void) -> c_int {
+    config::redisson_scripts()
+}
+
+extern "C" fn set_scripts(_name: *const c_char, val: c_int, _privdata: *mut c_void, _err: *mut RawErr) -> c_int {
+    if !config::set_redisson_scripts(val) {
+        return raw::REDISMODULE_ERR as c_int;
+    }
+    if val == config::SCRIPTS_NATIVE {
+        super::filter::warn_if_acl_blind();
+    }
+    OK
+}
+
 /// Registers every config and loads the values given at load time. False if Redis refused.
 pub fn register(ctx: &redis_module::Context) -> bool {
     let mut names: [*const c_char; 2] = [c"global".as_ptr(), c"sharded".as_ptr()];
@@ -44,6 +58,25 @@ pub fn register(ctx: &redis_module::Context) -> bool {
             std::ptr::null_mut(),
         )
     } == OK;
+    let mut names: [*const c_char; 2] = [c"off".as_ptr(), c"native".as_ptr()];
+    let values: [c_int; 2] = [config::SCRIPTS_OFF, config::SCRIPTS_NATIVE];
+    // SAFETY: as above.
+    let registered = registered
+        && unsafe {
+            api!(RedisModule_RegisterEnumConfig)(
+                ctx.ctx,
+                c"redisson-scripts".as_ptr(),
+                config::SCRIPTS_OFF,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                names.as_mut_ptr(),
+                values.as_ptr(),
+                2,
+                Some(get_scripts),
+                Some(set_scripts),
+                None,
+                std::ptr::null_mut(),
+            )
+        } == OK;
     // SAFETY: OnLoad context, after every config is registered.
     registered && unsafe { api!(RedisModule_LoadConfigs)(ctx.ctx) } == OK
 }

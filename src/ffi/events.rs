@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
+use super::latency::timed;
 use super::{str_bytes, Ctx, RawCtx, RawStr, OK};
 use crate::blocking::{self, TimerData};
 use crate::core::Reply;
@@ -19,6 +20,12 @@ impl BlockedClient {
     /// An identity for matching the disconnect callback's handle.
     pub fn id(&self) -> usize {
         self.0 as usize
+    }
+
+    /// A handle that stands for nothing, for unit tests of the registry (never unblocked).
+    #[cfg(test)]
+    pub fn fake(id: usize) -> BlockedClient {
+        BlockedClient(id as *mut raw::RedisModuleBlockedClient)
     }
 
     /// Releases the client. With a reply, the reply callback writes it to the client; without
@@ -213,14 +220,17 @@ extern "C" fn free_reply(_ctx: RawCtx, privdata: *mut c_void) {
 
 extern "C" fn on_timeout(ctx: RawCtx, _argv: *mut RawStr, _argc: c_int) -> c_int {
     let ctx = Ctx(ctx);
-    let reply = guarded("a BLOCK timeout", Reply::Nil, || blocking::on_timeout(&ctx));
+    let reply =
+        timed(ctx.0, c"lockmod-timeout", || guarded("a BLOCK timeout", Reply::Nil, || blocking::on_timeout(&ctx)));
     ctx.reply(&reply);
     OK
 }
 
 extern "C" fn on_disconnect(ctx: RawCtx, bc: *mut raw::RedisModuleBlockedClient) {
     let ctx = Ctx(ctx);
-    guarded("a BLOCK disconnect", (), || blocking::on_disconnect(&ctx, bc as usize));
+    timed(ctx.0, c"lockmod-disconnect", || {
+        guarded("a BLOCK disconnect", (), || blocking::on_disconnect(&ctx, bc as usize))
+    });
 }
 
 extern "C" fn on_timer(ctx: RawCtx, data: *mut c_void) {
@@ -231,7 +241,14 @@ extern "C" fn on_timer(ctx: RawCtx, data: *mut c_void) {
     // comes back exactly once, here.
     let data = unsafe { Box::from_raw(data as *mut TimerData) };
     let ctx = Ctx(ctx);
-    guarded("a timer", (), || blocking::on_timer(&ctx, *data));
+    // Timers do the module's O(N) background work: each kind is its own latency event.
+    let event = match *data {
+        TimerData::FairCancels => c"lockmod-fair-cancels",
+        TimerData::FairTick => c"lockmod-fair-tick",
+        TimerData::Poll => c"lockmod-poll",
+        _ => c"lockmod-timer",
+    };
+    timed(ctx.0, event, || guarded("a timer", (), || blocking::on_timer(&ctx, *data)));
 }
 
 /// An `expired` or `evicted` event (the only classes subscribed).

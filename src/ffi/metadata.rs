@@ -78,13 +78,15 @@ impl Built {
 
 fn key_flags(access: KeyAccess) -> u64 {
     use raw::*;
+    // One of RO/RW/OW/RM (what happens to the key), then ACCESS and at most one of INSERT,
+    // UPDATE, DELETE (what happens to its data), as Redis documents key-spec flags.
     let f = match access {
         KeyAccess::Read => REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS,
-        // INSERT, UPDATE and DELETE are mutually exclusive: each names the command's main effect.
-        KeyAccess::Acquire => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT,
-        KeyAccess::Release => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_DELETE,
+        KeyAccess::ReadUpdate => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_ACCESS | REDISMODULE_CMD_KEY_UPDATE,
         KeyAccess::Update => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE,
         KeyAccess::Delete => REDISMODULE_CMD_KEY_RM | REDISMODULE_CMD_KEY_DELETE,
+        KeyAccess::ReadDelete => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_ACCESS | REDISMODULE_CMD_KEY_DELETE,
+        KeyAccess::TypeOnly => REDISMODULE_CMD_KEY_RO,
     };
     u64::from(f)
 }

@@ -1,14 +1,25 @@
-//! Server-wide hooks: the module's allocator (counting what it holds) and the `INFO lockmod`
-//! section, which also notices a `CONFIG RESETSTAT` that the command filter
-//! (`super::watch_filter`, registered only while something is watched) did not see.
+//! Server-wide hooks: the module's allocator (counting what it holds), the `INFO lockmod`
+//! section, and the module's one command filter.
+//!
+//! Redis runs every registered filter before every command from a client, queued in `MULTI`,
+//! or called by a script; its own part of that (a context and a list walk) costs about 70
+//! instructions per filter per command on the whole server, even when the filter returns at
+//! once. So the module registers exactly one, which reads `argv[0]` once and dispatches by its
+//! length and name to what needs it:
+//! - `ACL` and `EXEC`: always (`crate::caller` caches ACL verdicts per user);
+//! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
+//! - `EVAL`/`EVALSHA`: only under `lockmod.redisson-scripts native` (`super::filter`);
+//! - any other command's keys: only while the read-hold index has entries
+//!   (`crate::watch`, `super::watch_filter`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
 
-use redis_module::alloc::RedisAlloc;
 use redis_module::raw;
 
+use super::str_bytes;
 use crate::stats;
 
 /// Redis' allocator (so the module's memory shows in `used_memory` and `maxmemory` applies),
@@ -21,76 +32,30 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // A load and a store, not a locked add: allocation happens on Redis' main thread.
         stats::MEMORY.store(stats::MEMORY.load(Relaxed).wrapping_add(layout.size() as i64), Relaxed);
         // SAFETY: same contract as ours.
-        unsafe { RedisAlloc.alloc(layout) }
+        unsafe { redis_module::alloc::RedisAlloc.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         stats::MEMORY.store(stats::MEMORY.load(Relaxed).wrapping_sub(layout.size() as i64), Relaxed);
         // SAFETY: same contract as ours.
-        unsafe { RedisAlloc.dealloc(ptr, layout) }
+        unsafe { redis_module::alloc::RedisAlloc.dealloc(ptr, layout) }
     }
 }
 
-/// Registers the INFO section. False if Redis refused it.
+/// Registers the INFO section and the command filter. False if Redis refused either.
 pub fn register(ctx: &redis_module::Context) -> bool {
-    COMMANDS.with(|c| c.borrow_mut().clear());
-    raw::register_info_function(ctx.ctx, Some(on_info)) == raw::Status::Ok
-}
-
-thread_local! {
-    /// `cmdstat_<name>` of every command the module registered.
-    static COMMANDS: std::cell::RefCell<Vec<std::ffi::CString>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Remembers a command the module registered, whose calls `INFO commandstats` counts.
-pub(super) fn note_command(name: &std::ffi::CStr) {
-    let field = format!("cmdstat_{}", name.to_string_lossy().to_lowercase());
-    if let Ok(field) = std::ffi::CString::new(field) {
-        COMMANDS.with(|c| c.borrow_mut().push(field));
+    if raw::register_info_function(ctx.ctx, Some(on_info)) != raw::Status::Ok {
+        return false;
     }
+    // SAFETY: OnLoad context; the callback has the signature Redis expects. Not NOSELF: the
+    // index must see what a script the module runs itself writes (`super::filter` skips its
+    // own rewrite there instead).
+    let filter = unsafe { api!(RedisModule_RegisterCommandFilter)(ctx.ctx, Some(on_command), 0) };
+    !filter.is_null()
 }
 
-/// Calls of the module's commands since the last `CONFIG RESETSTAT`, as `INFO commandstats`
-/// counts them; None if it cannot be read.
-fn commandstats_calls() -> Option<u64> {
-    // SAFETY: a null context is allowed (no automatic memory); the data is freed below.
-    let info = unsafe { api!(RedisModule_GetServerInfo)(std::ptr::null_mut(), c"commandstats".as_ptr()) };
-    if info.is_null() {
-        return None;
-    }
-    let total = COMMANDS.with(|c| {
-        c.borrow()
-            .iter()
-            .map(|field| {
-                // SAFETY: `info` is live; the returned C string is owned by it.
-                let v = unsafe { api!(RedisModule_ServerInfoGetFieldC)(info, field.as_ptr()) };
-                if v.is_null() {
-                    return 0;
-                }
-                // SAFETY: a NUL-terminated string owned by `info`, alive until it is freed.
-                let line = unsafe { std::ffi::CStr::from_ptr(v) }.to_bytes();
-                let calls = line.split(|&b| b == b',').find_map(|kv| kv.strip_prefix(b"calls="));
-                calls.and_then(crate::core::parse_i64).unwrap_or(0).max(0) as u64
-            })
-            .sum()
-    });
-    // SAFETY: `info` came from RM_GetServerInfo and is freed once.
-    unsafe { api!(RedisModule_FreeServerInfo)(std::ptr::null_mut(), info) };
-    Some(total)
-}
-
-extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
-    let fields = std::panic::catch_unwind(|| {
-        let parked = crate::blocking::parked_now() as u64;
-        // A reset the filter could not see (it is registered only while read holds are
-        // indexed) shows as fewer calls of our commands in Redis' own statistics than we ran.
-        if for_crash_report == 0 {
-            if let Some(calls) = commandstats_calls() {
-                stats::reset_happened(calls, parked);
-            }
-        }
-        stats::info_fields(parked)
-    });
+extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let fields = catch_unwind(|| stats::info_fields(crate::blocking::parked_now() as u64));
     let Ok(fields) = fields else { return };
     // A section named after the module: `INFO lockmod`.
     if raw::add_info_section(ctx, None) != raw::Status::Ok {
@@ -104,4 +69,57 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int
     let events = std::ffi::CString::new(super::events::keyspace_subscriptions()).unwrap_or_default();
     // SAFETY: live INFO context; Redis copies both strings.
     unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"keyspace_subscriptions".as_ptr(), events.as_ptr()) };
+}
+
+/// The module's only command filter. The usual command (neither `ACL`, `EXEC`, `CONFIG`,
+/// `EVAL` nor `EVALSHA`, with nothing indexed) costs two API calls, a length match and a load.
+extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    // SAFETY: `fctx` is live for this call; argument strings are owned by the client.
+    let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
+    if argc < 1 {
+        return;
+    }
+    // SAFETY: as above; 0 < argc.
+    let cmd = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 0) };
+    if cmd.is_null() {
+        return;
+    }
+    let name = str_bytes(cmd);
+    // SAFETY: as above, for the rest of the call.
+    let arg1 = || {
+        let s =
+            if argc >= 2 { unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 1) } } else { std::ptr::null_mut() };
+        (!s.is_null()).then(|| str_bytes(s))
+    };
+    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    let r = catch_unwind(AssertUnwindSafe(|| match name.len() {
+        3 if is(b"acl") => {
+            // SAFETY: called, if at all, within this filter call.
+            crate::caller::on_command(name, arg1(), || unsafe { super::acl::filter_client(fctx) });
+        }
+        4 if is(b"exec") => {
+            // SAFETY: as above.
+            crate::caller::on_command(name, None, || unsafe { super::acl::filter_client(fctx) });
+            if crate::watch::active() {
+                super::watch_filter::on_exec();
+            }
+        }
+        6 if argc == 2 && is(b"config") => {
+            if arg1().is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat")) {
+                stats::reset();
+            }
+        }
+        4 | 7 if (is(b"eval") || is(b"evalsha")) && crate::config::redisson_native() => {
+            // SAFETY: `fctx` is live; nothing else holds its arguments.
+            unsafe { super::filter::rewrite(fctx, argc, name.len() == 4) };
+        }
+        _ => {
+            if crate::watch::active() {
+                super::watch_filter::on_command(fctx, argc, name);
+            }
+        }
+    }));
+    if r.is_err() {
+        super::log(c"warning", "lockmod: internal error in the command filter");
+    }
 }

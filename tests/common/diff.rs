@@ -193,7 +193,7 @@ impl Default for Pair {
 
 /// Milliseconds until the next expiry on the server: of a key, or of a fair-lock waiter's
 /// deadline (a zset score), which decides a purge just as an expiry does.
-fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
+pub fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).ok()?;
     if keys.is_empty() {
         return None;

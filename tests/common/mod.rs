@@ -6,10 +6,12 @@
 
 #![allow(dead_code)]
 
+pub mod acl;
 pub mod cluster;
 pub mod diff;
 pub mod names;
 pub mod parked;
+pub mod redisson;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -221,6 +223,11 @@ impl Server {
     /// True if the server process is still alive.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The server's process id (to stop it with SIGSTOP, as a lagging replica).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 

@@ -1,0 +1,149 @@
+// Type declarations of redis-lockmod (the library is plain JavaScript: index.js, lib/).
+// Guide: docs/clients.md in the repository.
+
+import type { Cluster, Redis } from 'ioredis';
+
+export interface LockClientOptions {
+  /** The uuid every owner id starts with (default: a random one, as Redisson's client id). */
+  id?: string;
+  /** Lease of a hold acquired without `lease`, kept alive by the watchdog (default 30000 ms). */
+  watchdogTimeout?: number;
+  /** How often the watchdog renews (default watchdogTimeout / 3). */
+  renewInterval?: number;
+  /** Lifetime of each unlock's LATCH; must exceed resolveTimeout (default 60000 ms). */
+  latchMs?: number;
+  /** How long a lost reply is settled for (asking the server, or re-sending an unlock with its latch) before LockStateUnknownError (default 10000 ms). */
+  resolveTimeout?: number;
+  /** Extra time the library waits past a BLOCK wait for the server's reply (default 5000 ms). */
+  blockGrace?: number;
+  /** commandTimeout of the library's shared connection (default: the caller client's). */
+  commandTimeout?: number;
+  /** Idle connections kept for BLOCK waits (default 8). */
+  maxIdleWaitConnections?: number;
+}
+
+export interface LockOptions {
+  /** The owner id (default `<client uuid>:<n>`, a new n per lock object). */
+  owner?: string;
+  /** Default lease in ms of every acquire; without one, the watchdog keeps the lock. */
+  lease?: number;
+  /** Reply fencing tokens (`token`) on every grant. */
+  fenced?: boolean;
+  /** Called once when the lock is lost while held (the signal aborts as well). */
+  onLost?: (err: LockLostError) => void;
+}
+
+export interface FairLockOptions extends LockOptions {
+  /** Redisson's threadWaitTime, the same for every client of the lock (default 300000 ms). */
+  wait?: number;
+}
+
+export interface AcquireOptions {
+  /** Ms to wait for the lock: undefined or Infinity waits without limit, 0 tries once. */
+  timeout?: number;
+  /** Lease in ms of this hold; without one (here or on the lock), the watchdog keeps it. */
+  lease?: number;
+}
+
+/** What every lock object offers. One object is one holder (one owner id). */
+export interface LockLike {
+  readonly name: string;
+  readonly owner: string;
+  /** Aborts with a LockLostError when the lock is lost while held; null before the first grant. */
+  readonly signal: AbortSignal | null;
+  /** The fencing token of the latest grant (locks created with `fenced: true`), else null. */
+  readonly token: number | null;
+  /** Resolves true when granted, false when `timeout` ran out. */
+  acquire(options?: AcquireOptions): Promise<boolean>;
+  /** Releases one hold. Rejects with LockNotHeldError or LockLostError. */
+  release(): Promise<void>;
+  /** This owner's hold count (Redisson's getHoldCount). */
+  holdCount(): Promise<number>;
+  /** Whether this owner holds it (Redisson's isHeldByCurrentThread). */
+  isHeld(): Promise<boolean>;
+  /** Whether anyone holds it (in this mode, for the read and write locks). */
+  isLocked(): Promise<boolean>;
+  /** The lock's remaining time to live in ms (-2: free, -1: no expiry). */
+  remainingMs(): Promise<number>;
+  /** Frees it whoever holds it; true if it was held. */
+  forceUnlock(): Promise<boolean>;
+}
+
+export class Lock implements LockLike {
+  constructor(client: LockClient, name: string, options?: LockOptions);
+  readonly name: string;
+  readonly owner: string;
+  readonly signal: AbortSignal | null;
+  readonly token: number | null;
+  acquire(options?: AcquireOptions): Promise<boolean>;
+  release(): Promise<void>;
+  holdCount(): Promise<number>;
+  isHeld(): Promise<boolean>;
+  isLocked(): Promise<boolean>;
+  remainingMs(): Promise<number>;
+  forceUnlock(): Promise<boolean>;
+}
+
+export class FairLock extends Lock {
+  constructor(client: LockClient, name: string, options?: FairLockOptions);
+  readonly wait: number;
+}
+
+/** The read side of a ReadWriteLock (no fencing tokens: `token` stays null). */
+export class ReadLock extends Lock {
+  private constructor();
+}
+
+/** The write side of a ReadWriteLock. */
+export class WriteLock extends Lock {
+  private constructor();
+}
+
+export class ReadWriteLock {
+  /** `fenced` applies to the write lock. */
+  constructor(client: LockClient, name: string, options?: LockOptions);
+  readonly name: string;
+  readonly owner: string;
+  readLock(): ReadLock;
+  writeLock(): WriteLock;
+}
+
+export class LockClient {
+  /** `redis` is only duplicated (the library's connections never resend a command). */
+  constructor(redis: Redis | Cluster, options?: LockClientOptions);
+  readonly id: string;
+  lock(name: string, options?: LockOptions): Lock;
+  fairLock(name: string, options?: FairLockOptions): FairLock;
+  readWriteLock(name: string, options?: LockOptions): ReadWriteLock;
+  /** Closes the library's connections (not the caller's client). */
+  quit(): Promise<void>;
+  disconnect(): void;
+}
+
+/**
+ * Acquires `lock`, runs `fn(signal)`, releases the lock (also when `fn` throws). Rejects with
+ * LockTimeoutError if not acquired within `timeout`, LockLostError if the lock was lost while
+ * `fn` ran.
+ */
+export function using<T>(lock: LockLike, fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+
+export class LockError extends Error {
+  readonly code: string;
+}
+export class LockNotHeldError extends LockError {
+  readonly code: 'ELOCKNOTHELD';
+}
+export class LockLostError extends LockError {
+  readonly code: 'ELOCKLOST';
+}
+export class LockTimeoutError extends LockError {
+  readonly code: 'ELOCKTIMEOUT';
+}
+export class LockStateUnknownError extends LockError {
+  readonly code: 'ELOCKUNKNOWN';
+}
+
+/** The fencing counter's key for a lock name: `redisson_lock_token:{name}`. */
+export function tokenKey(name: string): string;
+
+export const version: string;

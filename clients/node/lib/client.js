@@ -1,0 +1,153 @@
+'use strict';
+// LockClient: what Redisson's RedissonClient is to its locks. It owns the connections, the
+// client uuid every owner id starts with, and the settings the locks share (watchdog, latch,
+// how long to keep asking after a lost reply).
+
+const { randomUUID } = require('node:crypto');
+const { setTimeout: sleep } = require('node:timers/promises');
+const { duplicate, keyPrefixOf, send, WaitPool, isCluster } = require('./connections');
+const { isReplyError, LockStateUnknownError } = require('./errors');
+const { Lock, FairLock, ReadWriteLock } = require('./locks');
+
+class LockClient {
+  /**
+   * @param redis an ioredis `Redis` or `Cluster`; it is only duplicated, never used itself.
+   * @param options see index.d.ts (`LockClientOptions`).
+   */
+  constructor(redis, options = {}) {
+    if (redis == null || typeof redis.duplicate !== 'function') {
+      throw new TypeError('LockClient needs an ioredis Redis or Cluster instance');
+    }
+    this.id = options.id ?? randomUUID();
+    this.watchdogTimeout = positive(options.watchdogTimeout ?? 30000, 'watchdogTimeout');
+    this.renewInterval = positive(options.renewInterval ?? Math.floor(this.watchdogTimeout / 3), 'renewInterval');
+    this.latchMs = positive(options.latchMs ?? 60000, 'latchMs');
+    this.resolveTimeout = positive(options.resolveTimeout ?? 10000, 'resolveTimeout');
+    this.blockGrace = positive(options.blockGrace ?? 5000, 'blockGrace');
+    if (this.latchMs <= this.resolveTimeout) {
+      // A retried unlock must still find its latch: otherwise it would release a second hold.
+      throw new RangeError('latchMs must be longer than resolveTimeout');
+    }
+    this.prefix = keyPrefixOf(redis);
+    this.cluster = isCluster(redis);
+    const extra = options.commandTimeout === undefined ? {} : { commandTimeout: options.commandTimeout };
+    this.conn = duplicate(redis, extra);
+    this.conn.on('error', () => {}); // failures reach the caller through rejected commands
+    this.waits = new WaitPool(redis, options.maxIdleWaitConnections ?? 8);
+    this.threads = 0;
+    this.closed = false;
+  }
+
+  /** A reentrant lock (Redisson's RLock); `fenced: true` adds fencing tokens. */
+  lock(name, options) {
+    return new Lock(this, name, options);
+  }
+
+  /** A fair lock (Redisson's RedissonFairLock): granted in arrival order. */
+  fairLock(name, options) {
+    return new FairLock(this, name, options);
+  }
+
+  /** A read-write lock (Redisson's RReadWriteLock). */
+  readWriteLock(name, options) {
+    return new ReadWriteLock(this, name, options);
+  }
+
+  /** A new owner id, `<client uuid>:<n>`: Redisson's `<uuid>:<thread id>`. */
+  nextOwner() {
+    this.threads += 1;
+    return `${this.id}:${this.threads}`;
+  }
+
+  /** The key a lock name maps to (the caller's ioredis key prefix applied). */
+  key(name) {
+    if (typeof name !== 'string' || name === '') throw new TypeError('a lock name must be a non-empty string');
+    return this.prefix + name;
+  }
+
+  /** One command on the shared connection (never one that blocks). */
+  call(name, key, args) {
+    return send(this.conn, name, key, args.map(String));
+  }
+
+  /** A plain command (EXISTS, PTTL, ...) on the shared connection. */
+  plain(name, ...args) {
+    return this.conn.call(name, ...args);
+  }
+
+  /**
+   * A command that waits in the server up to `blockMs` (0: no limit), on a pooled connection
+   * of its own. Resolves `{ reply }`, or `{ lost: err }` when the reply is lost (the outcome is
+   * unknown): the connection is then closed and, on a standalone server, its client killed
+   * from the shared connection, so that nothing can be granted to it any more and what the
+   * caller asks next on the shared connection is the final state.
+   */
+  async callWaiting(name, key, args, blockMs) {
+    const conn = await this.waits.take();
+    const timer = blockMs > 0 ? blockMs + this.blockGrace : undefined;
+    try {
+      const reply = await send(conn, name, key, args.map(String), timer);
+      this.waits.give(conn);
+      return { reply };
+    } catch (err) {
+      if (isReplyError(err)) {
+        this.waits.give(conn);
+        throw err;
+      }
+      this.waits.drop(conn);
+      if (conn.lockmodId != null) {
+        // Needs CLIENT KILL in the caller's ACL; without it the disconnect does the same, a
+        // little later (a grant in that gap expires with its lease: nobody renews it).
+        await this.conn.client('KILL', 'ID', String(conn.lockmodId)).catch(() => {});
+      }
+      return { lost: err };
+    }
+  }
+
+  /**
+   * Runs `fn` until it gets a reply: a lost reply (timeout, closed connection) is retried with
+   * backoff for up to `resolveTimeout` ms. Only for what is safe to repeat: a query, a renewal,
+   * an unlock with the same LATCH id.
+   */
+  async untilAnswered(what, fn) {
+    const start = Date.now();
+    let delay = 25;
+    for (;;) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (isReplyError(err)) throw err;
+        if (this.closed || Date.now() - start >= this.resolveTimeout) {
+          throw new LockStateUnknownError(`${what}: no reply within ${this.resolveTimeout} ms`, { cause: err });
+        }
+        await sleep(delay);
+        delay = Math.min(delay * 2, 500);
+      }
+    }
+  }
+
+  /** Closes every connection of this client (the caller's own client is left alone). */
+  async quit() {
+    this.closed = true;
+    this.waits.close();
+    try {
+      await this.conn.quit();
+    } catch {
+      this.conn.disconnect();
+    }
+  }
+
+  /** Closes every connection at once, replies pending or not. */
+  disconnect() {
+    this.closed = true;
+    this.waits.close();
+    this.conn.disconnect();
+  }
+}
+
+function positive(v, what) {
+  if (!Number.isInteger(v) || v <= 0) throw new RangeError(`${what} must be a positive integer (ms)`);
+  return v;
+}
+
+module.exports = { LockClient };

@@ -1,0 +1,195 @@
+'use strict';
+// The reentrant lock's API against the real module: reentrancy, queries, owner ids, errors,
+// the caller's key prefix, and fencing tokens on every kind (one counter per name).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const Redis = require('ioredis');
+const { startServer, raw, until, parked } = require('./support/server');
+const { LockClient, LockNotHeldError, tokenKey, using, LockTimeoutError } = require('..');
+
+let server;
+let r;
+let client;
+
+test.before(async () => {
+  server = await startServer();
+  r = raw(server.port);
+  client = new LockClient(r);
+});
+
+test.after(async () => {
+  if (client) await client.quit();
+  if (r) r.disconnect();
+  if (server) await server.stop();
+});
+
+test('owner ids are Redisson style, one per lock object, under the client uuid', () => {
+  const a = client.lock('ids');
+  const b = client.lock('ids');
+  assert.match(a.owner, /^[0-9a-f-]{36}:\d+$/);
+  assert.equal(a.owner.split(':')[0], client.id);
+  assert.notEqual(a.owner, b.owner);
+  assert.equal(client.lock('ids', { owner: 'app:7' }).owner, 'app:7');
+});
+
+test('the same lock object re-enters; the hash counts its holds and the last release deletes it', async () => {
+  const lock = client.lock('re');
+  assert.equal(await lock.acquire(), true);
+  assert.equal(await lock.acquire({ timeout: 0 }), true);
+  assert.deepEqual(await r.hgetall('re'), { [lock.owner]: '2' });
+  assert.equal(await lock.holdCount(), 2);
+  assert.equal(await lock.isHeld(), true);
+  assert.equal(await lock.isLocked(), true);
+  const pttl = await lock.remainingMs();
+  assert.ok(pttl > 0 && pttl <= 30000, `watchdog lease: ${pttl}`);
+
+  await lock.release();
+  assert.deepEqual(await r.hgetall('re'), { [lock.owner]: '1' });
+  await lock.release();
+  assert.equal(await r.exists('re'), 0);
+  assert.equal(await lock.isHeld(), false);
+  assert.equal(await lock.isLocked(), false);
+  assert.equal(await lock.remainingMs(), -2);
+});
+
+test('another lock object of the same name is refused while it is held', async () => {
+  const a = client.lock('other');
+  const b = client.lock('other');
+  assert.equal(await a.acquire({ lease: 20000 }), true);
+  assert.equal(await b.acquire({ timeout: 0 }), false);
+  assert.equal(await b.acquire({ timeout: 50 }), false);
+  assert.equal(await b.holdCount(), 0);
+  assert.equal(await b.isLocked(), true);
+  const pttl = await r.pttl('other');
+  assert.ok(pttl > 0 && pttl <= 20000, `fixed lease: ${pttl}`);
+  await a.release();
+  assert.equal(await b.acquire({ timeout: 0 }), true);
+  await b.release();
+});
+
+test('a waiting acquire is granted when the holder releases', async () => {
+  const a = client.lock('handoff');
+  const b = client.lock('handoff');
+  await a.acquire();
+  const waiting = b.acquire({ timeout: 30000 });
+  await until(async () => (await parked(r)) === 1, 'the waiter parked');
+  await a.release();
+  assert.equal(await waiting, true);
+  assert.deepEqual(await r.hgetall('handoff'), { [b.owner]: '1' });
+  await b.release();
+});
+
+test('release of a lock not held rejects with LockNotHeldError and changes nothing', async () => {
+  const a = client.lock('notheld');
+  const b = client.lock('notheld');
+  await assert.rejects(a.release(), LockNotHeldError);
+  await a.acquire();
+  await assert.rejects(b.release(), (e) => e instanceof LockNotHeldError && e.code === 'ELOCKNOTHELD');
+  assert.deepEqual(await r.hgetall('notheld'), { [a.owner]: '1' });
+  await a.release();
+});
+
+test('bad arguments throw before anything is sent', async () => {
+  const lock = client.lock('bad');
+  await assert.rejects(lock.acquire({ timeout: -1 }), RangeError);
+  await assert.rejects(lock.acquire({ lease: 0 }), RangeError);
+  assert.throws(() => client.lock(''), TypeError);
+  assert.equal(await r.exists('bad'), 0);
+});
+
+test('using() releases after the callback, also when it throws, and times out cleanly', async () => {
+  const lock = client.lock('using');
+  const out = await using(lock, async (signal) => {
+    assert.equal(signal.aborted, false);
+    assert.deepEqual(await r.hgetall('using'), { [lock.owner]: '1' });
+    return 42;
+  });
+  assert.equal(out, 42);
+  assert.equal(await r.exists('using'), 0);
+  await assert.rejects(
+    using(lock, async () => {
+      throw new Error('boom');
+    }),
+    /boom/,
+  );
+  assert.equal(await r.exists('using'), 0);
+  const holder = client.lock('using');
+  await holder.acquire();
+  await assert.rejects(using(lock, async () => 1, { timeout: 20 }), LockTimeoutError);
+  await holder.release();
+});
+
+test('the caller client key prefix applies to lock names, for the module and plain commands alike', async () => {
+  const prefixed = new Redis({ port: server.port, host: '127.0.0.1', keyPrefix: 'app:' });
+  const c = new LockClient(prefixed);
+  try {
+    const lock = c.lock('pfx', { fenced: true });
+    assert.equal(await lock.acquire(), true);
+    assert.equal(await r.exists('app:pfx'), 1);
+    assert.equal(await lock.isLocked(), true);
+    assert.equal(await r.get('redisson_lock_token:{app:pfx}'), String(lock.token));
+    await lock.release();
+    assert.equal(await r.exists('app:pfx'), 0);
+  } finally {
+    await c.quit();
+    prefixed.disconnect();
+  }
+});
+
+test('an ACL user without CLIENT ID and CLIENT KILL can still wait for a lock', async () => {
+  await r.call('ACL', 'SETUSER', 'app', 'on', '>pw', '~*', '&*', '+@all', '-client|id', '-client|kill');
+  const app = new Redis({ port: server.port, host: '127.0.0.1', username: 'app', password: 'pw' });
+  const c = new LockClient(app);
+  try {
+    await assert.rejects(app.client('ID'), /NOPERM/);
+    const holder = c.lock('acl');
+    const waiter = c.lock('acl');
+    await holder.acquire();
+    const waiting = waiter.acquire({ timeout: 30000 });
+    await until(async () => (await parked(r)) === 1, 'the waiter parked');
+    await holder.release();
+    assert.equal(await waiting, true);
+    assert.deepEqual(await r.hgetall('acl'), { [waiter.owner]: '1' });
+    await waiter.release();
+  } finally {
+    await c.quit();
+    app.disconnect();
+  }
+});
+
+test('fencing tokens grow with every grant, shared by every kind of lock on one name', async () => {
+  const name = 'fenced';
+  const seen = [];
+  const lock = client.lock(name, { fenced: true });
+  await lock.acquire();
+  seen.push(lock.token);
+  await lock.acquire(); // re-entry is a grant too
+  seen.push(lock.token);
+  await lock.release();
+  await lock.release();
+
+  const rw = client.readWriteLock(name, { fenced: true });
+  await rw.writeLock().acquire({ timeout: 0 });
+  seen.push(rw.writeLock().token);
+  assert.equal(await rw.readLock().acquire(), true); // reads carry no token
+  assert.equal(rw.readLock().token, null);
+  await rw.readLock().release();
+  await rw.writeLock().release();
+
+  const fair = client.fairLock(name, { fenced: true });
+  await fair.acquire();
+  seen.push(fair.token);
+  await fair.release();
+
+  const other = client.lock(name, { fenced: true });
+  await other.acquire({ timeout: 0 });
+  seen.push(other.token);
+  const refused = client.lock(name, { fenced: true });
+  assert.equal(await refused.acquire({ timeout: 0 }), false);
+  assert.equal(refused.token, null);
+  await other.release();
+
+  assert.deepEqual(seen, [1, 2, 3, 4, 5]);
+  assert.equal(await r.get(tokenKey(name)), '5');
+});

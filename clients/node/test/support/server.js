@@ -1,0 +1,132 @@
+'use strict';
+// Test harness: a real redis-server (or valkey-server) with the module, on a free 127.0.0.1
+// port, as tests/common/mod.rs starts them. The binary is $REDIS_SERVER, else the one $SERVER
+// names (redis: redis-server on the PATH; valkey: scripts/server-bin.sh valkey); the module is
+// $LOCKMOD_MODULE, else the repository's debug build. Anything missing fails loudly: a skipped
+// suite would prove nothing. `stop()` kills exactly the process it started.
+
+const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { setTimeout: sleep } = require('node:timers/promises');
+const Redis = require('ioredis');
+
+const ROOT = path.resolve(__dirname, '../../../..');
+
+function serverBinary() {
+  if (process.env.REDIS_SERVER) return process.env.REDIS_SERVER;
+  const which = process.env.SERVER || 'redis';
+  if (which === 'redis') return 'redis-server';
+  if (which !== 'valkey') throw new Error(`SERVER=${which}: expected redis or valkey`);
+  const bin = execFileSync('bash', [path.join(ROOT, 'scripts/server-bin.sh'), 'valkey']).toString().trim();
+  if (!bin) throw new Error('SERVER=valkey but no valkey-server: run scripts/install-deps.sh');
+  return bin;
+}
+
+function modulePath() {
+  const so = process.env.LOCKMOD_MODULE || path.join(ROOT, 'target/debug/libredis_lockmod.so');
+  if (!fs.existsSync(so)) throw new Error(`no module at ${so}: run cargo build --lib (or set LOCKMOD_MODULE)`);
+  return so;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts one server; extra args are appended (e.g. ['--cluster-enabled', 'yes']). */
+async function startServer(extra = []) {
+  const bin = serverBinary();
+  const so = modulePath();
+  let lastErr;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockmod-node-'));
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    args.push('--daemonize', 'no', '--enable-debug-command', 'yes', '--enable-module-command', 'yes');
+    args.push('--dir', dir, '--logfile', path.join(dir, 'server.log'), '--loadmodule', so, ...extra);
+    const child = spawn(bin, args, { stdio: 'ignore' });
+    let exited = false;
+    child.once('exit', () => {
+      exited = true;
+    });
+    child.once('error', (e) => {
+      lastErr = e;
+      exited = true;
+    });
+    const server = { port, dir, child, stop: () => stopChild(child, dir) };
+    for (let i = 0; i < 200 && !exited; i++) {
+      if (await pings(port)) return server;
+      await sleep(25);
+    }
+    await server.stop();
+    const log = path.join(dir, 'server.log');
+    lastErr = lastErr || new Error(`${bin} on ${port} did not start: ${fs.existsSync(log) ? fs.readFileSync(log, 'utf8').slice(-400) : ''}`);
+  }
+  throw lastErr;
+}
+
+async function pings(port) {
+  const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    return (await r.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    r.disconnect();
+  }
+}
+
+async function stopChild(child, dir) {
+  if (child.exitCode === null && child.signalCode === null) {
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await gone;
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** A plain ioredis client for the test's own checks (keyspace, raw commands). */
+function raw(port) {
+  const r = new Redis({ port, host: '127.0.0.1' });
+  r.on('error', () => {});
+  return r;
+}
+
+/** Polls `fn` until it returns a truthy value (bounded: fails after `ms`). */
+async function until(fn, what, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** Calls of `command` the server has run so far (INFO commandstats). */
+async function calls(r, command) {
+  const info = await r.info('commandstats');
+  const name = command.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const m = info.match(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm'));
+  return m ? Number(m[1]) : 0;
+}
+
+/** Clients parked with BLOCK right now (INFO lockmod). */
+async function parked(r) {
+  const m = (await r.info('lockmod')).match(/blocked_now:(\d+)/);
+  if (!m) throw new Error('INFO lockmod has no blocked_now');
+  return Number(m[1]);
+}
+
+module.exports = { startServer, raw, until, calls, parked, serverBinary, modulePath, ROOT };

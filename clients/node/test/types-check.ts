@@ -1,0 +1,48 @@
+// Compiled by test/types.test.js with `tsc --noEmit --strict`: the declarations in index.d.ts
+// describe the API as the tests use it, and reject misuse (each @ts-expect-error must error).
+import Redis, { Cluster } from 'ioredis';
+import {
+  LockClient,
+  Lock,
+  FairLock,
+  ReadLock,
+  WriteLock,
+  LockLostError,
+  LockNotHeldError,
+  LockStateUnknownError,
+  using,
+  tokenKey,
+  version,
+} from 'redis-lockmod';
+
+async function main(): Promise<void> {
+  const client = new LockClient(new Redis(), { watchdogTimeout: 30000, latchMs: 60000 });
+  const onCluster = new LockClient(new Cluster([{ host: '127.0.0.1', port: 7000 }]));
+  const lock: Lock = client.lock('orders', { fenced: true, onLost: (e: LockLostError) => e.code });
+  const ok: boolean = await lock.acquire({ timeout: 5000, lease: 10000 });
+  const token: number | null = lock.token;
+  const holds: number = await lock.holdCount();
+  const held: boolean = await lock.isHeld();
+  const ttl: number = await lock.remainingMs();
+  const forced: boolean = await lock.forceUnlock();
+  await lock.release();
+  const fair: FairLock = client.fairLock('queue', { wait: 5000 });
+  const rw = client.readWriteLock('doc');
+  const r: ReadLock = rw.readLock();
+  const w: WriteLock = rw.writeLock();
+  const n: number = await using(w, async (signal: AbortSignal) => (signal.aborted ? 0 : 1), { timeout: 100 });
+  const s: string = await using(fair, () => 'sync result is fine');
+  const lost: LockLostError | LockNotHeldError | LockStateUnknownError | null = null;
+  const key: string = tokenKey('orders');
+  const v: string = version;
+  // @ts-expect-error: timeout is a number of ms
+  await lock.acquire({ timeout: '5s' });
+  // @ts-expect-error: a lock needs a name
+  client.lock();
+  // @ts-expect-error: LockClient takes an ioredis client, not options
+  new LockClient({ host: 'localhost' });
+  void [ok, token, holds, held, ttl, forced, r, n, s, lost, key, v, onCluster];
+  await client.quit();
+}
+
+void main;

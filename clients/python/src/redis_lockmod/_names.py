@@ -1,0 +1,19 @@
+"""Redisson's naming rules for the keys a lock derives from its name.
+
+A derived key wraps the lock name in braces (``prefix:{name}``) so that it lands in the lock
+key's Redis Cluster hash slot, unless the name already carries a hash tag (any ``{``), whose
+own tag then decides the slot. The module applies the same rules (``src/names.rs``); the
+library needs only the token counter's name (to read a lost grant's token).
+"""
+
+from __future__ import annotations
+
+
+def prefix(p: str, name: str) -> str:
+    """``p:{name}``, or ``p:name`` when ``name`` already contains ``{``."""
+    return f"{p}:{name}" if "{" in name else f"{p}:{{{name}}}"
+
+
+def token_key(name: str) -> str:
+    """The fencing-token counter of lock ``name`` (one per name, whatever the kind)."""
+    return prefix("redisson_lock_token", name)

@@ -1,0 +1,25 @@
+"""The asyncio locks (``redis.asyncio`` clients), with the names and options of the sync ones::
+
+    import redis.asyncio as redis
+    from redis_lockmod.asyncio import Lock
+
+    async with Lock(redis.Redis(), "orders"):
+        ...
+"""
+
+from ..errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError
+from ._session import close
+from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
+
+__all__ = [
+    "FairLock",
+    "Lock",
+    "LockError",
+    "LockLostError",
+    "LockNotOwnedError",
+    "LockTimeoutError",
+    "ReadLock",
+    "ReadWriteLock",
+    "WriteLock",
+    "close",
+]

@@ -1,0 +1,42 @@
+"""Runs a flow of `redis_lockmod._protocol` on the asyncio transport."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._protocol import Call, Flow, ReplyLost
+from ._transport import Transport
+
+
+async def run(flow: Flow, transport: Transport) -> Any:
+    """As the sync `redis_lockmod._driver.run`."""
+    try:
+        op = next(flow)
+        while True:
+            try:
+                result = await transport.execute(op)
+            except Exception as e:
+                op = flow.throw(e)
+            else:
+                op = flow.send(result)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def read(transport: Transport, key: str, args: tuple, timeout: float, attempts: int = 3) -> Any:
+    """One read-only command, sent again if its reply is lost."""
+    for attempt in range(attempts):
+        try:
+            return (await transport.call(key, (args,), timeout))[0]
+        except ReplyLost as lost:
+            if attempt + 1 == attempts:
+                raise lost.cause
+    raise AssertionError("unreachable")
+
+
+async def once(transport: Transport, key: str, args: tuple, timeout: float) -> Any:
+    """One command that must not be sent twice: a lost reply is an error."""
+    try:
+        return (await transport.execute(Call(key, (args,), timeout)))[0]
+    except ReplyLost as lost:
+        raise lost.cause

@@ -1,0 +1,224 @@
+"""The asyncio transport: the same rules as the sync one (`redis_lockmod._transport`) on
+``redis.asyncio`` connections. A request interrupted by cancellation closes its connection, so
+a parked ``BLOCK`` leaves the server's queue at once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections import OrderedDict
+from typing import Any, List, Optional, Sequence, Tuple
+
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import (
+    AskError,
+    BusyLoadingError,
+    ConnectionError,
+    MovedError,
+    ResponseError,
+    TimeoutError,
+    TryAgainError,
+)
+
+from .._kinds import Args
+from .._protocol import Barrier, Call, ReplyLost, TooLate
+from .._transport import IDLE_KEYS, IDLE_PER_KEY, MAX_REDIRECTS, address_of, is_cluster, not_run
+
+
+def connection_settings(kwargs: dict, timeout: Optional[float]) -> dict:
+    kw = dict(kwargs)
+    kw["socket_timeout"] = timeout
+    kw["retry"] = Retry(NoBackoff(), 0)
+    kw["retry_on_error"] = []
+    kw.pop("retry_on_timeout", None)
+    return kw
+
+
+class Link:
+    def __init__(self, conn: Any, address: Tuple[Any, ...], timeout: Optional[float]) -> None:
+        self.conn = conn
+        self.address = address
+        self.timeout = timeout
+        self.client_id: Optional[int] = None
+
+
+class Transport:
+    """Runs calls and barriers for the locks of one asyncio client."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = weakref.ref(client)
+        self.cluster = is_cluster(client)
+        self._idle: "OrderedDict[Tuple[Any, ...], List[Link]]" = OrderedDict()
+
+    @property
+    def client(self) -> Any:
+        client = self._client()
+        if client is None:
+            raise ReferenceError("the redis client of this lock was garbage-collected")
+        return client
+
+    async def _node(self, key: str) -> Tuple[Any, dict]:
+        if self.cluster:
+            client = await self.client.initialize()  # a no-op once the topology is known
+            node = client.get_node_from_key(key)
+            return node.connection_class, node.connection_kwargs
+        pool = self.client.connection_pool
+        return pool.connection_class, pool.connection_kwargs
+
+    async def _take(self, cls: Any, kwargs: dict, timeout: Optional[float]) -> Link:
+        address = address_of(kwargs)
+        links = self._idle.get((address, timeout))
+        while links:
+            link = links.pop()
+            # A connection the server closed (or with stray data) shows as readable. redis-py 8
+            # renamed the check; older releases only have the old name.
+            check = getattr(link.conn, "can_read", None) or link.conn.can_read_destructive
+            try:
+                stale = await check()
+            except Exception:
+                stale = True
+            if not stale:
+                return link
+            await link.conn.disconnect(nowait=True)
+        conn = cls(**connection_settings(kwargs, timeout))
+        link = Link(conn, address, timeout)
+        try:
+            await conn.connect()
+            await conn.send_command("CLIENT", "ID")
+            link.client_id = int(await conn.read_response())
+        except ResponseError:
+            link.client_id = None
+        except BaseException:
+            await conn.disconnect(nowait=True)
+            raise
+        return link
+
+    async def _put(self, link: Link) -> None:
+        key = (link.address, link.timeout)
+        links = self._idle.setdefault(key, [])
+        self._idle.move_to_end(key)
+        extra: List[Link] = []
+        if len(links) < IDLE_PER_KEY:
+            links.append(link)
+        else:
+            extra.append(link)
+        while len(self._idle) > IDLE_KEYS:
+            extra += self._idle.popitem(last=False)[1]
+        for old in extra:
+            await old.conn.disconnect(nowait=True)
+
+    async def close(self) -> None:
+        links = [link for group in self._idle.values() for link in group]
+        self._idle.clear()
+        for link in links:
+            await link.conn.disconnect()
+
+    async def execute(self, op: Any) -> Any:
+        if isinstance(op, Call):
+            return await self.call(op.key, op.commands, op.timeout, op.send_by)
+        if isinstance(op, Barrier):
+            return await self.barrier(op.lost, op.timeout)
+        raise TypeError(f"unknown operation {op!r}")
+
+    async def call(
+        self, key: str, commands: Sequence[Args], timeout: Optional[float], send_by: Optional[float] = None
+    ) -> List[Any]:
+        """As the sync `Transport.call`."""
+        ask: Optional[Tuple[str, int]] = None
+        for attempt in range(MAX_REDIRECTS):
+            last = attempt + 1 == MAX_REDIRECTS
+            cls, kwargs = await self._node(key)
+            if ask is not None:
+                kwargs = dict(kwargs, host=ask[0], port=ask[1])
+            try:
+                link = await self._take(cls, kwargs, timeout)
+            except (ConnectionError, TimeoutError, OSError):
+                if last:
+                    raise
+                await self._refresh(attempt)
+                continue
+            if send_by is not None and time.monotonic() > send_by:
+                await self._put(link)
+                raise TooLate()
+            sent = False
+            try:
+                if ask is not None:
+                    await link.conn.send_command("ASKING")
+                for c in commands:
+                    await link.conn.send_command(*c)
+                sent = True
+                if ask is not None:
+                    await link.conn.read_response()
+                replies, error = await self._read(link, len(commands))
+            except (ConnectionError, TimeoutError, OSError) as e:
+                await link.conn.disconnect(nowait=True)
+                if (not sent or isinstance(e, BusyLoadingError)) and not last:
+                    await self._refresh(attempt)
+                    continue
+                raise ReplyLost(e, (cls, kwargs), link.client_id) from e
+            except BaseException as e:
+                # Cancelled while the request may be running: the caller may settle it.
+                await link.conn.disconnect(nowait=True)
+                if sent:
+                    e.lockmod_lost = ReplyLost(e, (cls, kwargs), link.client_id)  # type: ignore[attr-defined]
+                raise
+            await self._put(link)
+            if error is None:
+                return replies
+            ask = None
+            if self.cluster and isinstance(error, AskError) and not isinstance(error, MovedError) and not last:
+                ask = (error.host, error.port)
+                continue
+            retry = isinstance(error, (MovedError, TryAgainError)) or (self.cluster and not_run(error))
+            if not retry or last:
+                raise error
+            await self._refresh(attempt)
+        raise ConnectionError(f"request for {key!r} was refused {MAX_REDIRECTS} times")
+
+    @staticmethod
+    async def _read(link: Link, n: int) -> Tuple[List[Any], Optional[ResponseError]]:
+        replies: List[Any] = []
+        error: Optional[ResponseError] = None
+        for _ in range(n):
+            try:
+                replies.append(await link.conn.read_response())
+            except ResponseError as e:
+                error = error or e
+                replies.append(e)
+        return replies, error
+
+    async def _refresh(self, attempt: int) -> None:
+        await asyncio.sleep(min(1.0, 0.05 * (2**attempt)))
+        if self.cluster:
+            try:
+                await self.client.nodes_manager.initialize()
+            except (ConnectionError, TimeoutError, OSError):
+                pass
+
+    async def barrier(self, lost: ReplyLost, timeout: Optional[float]) -> None:
+        """As the sync `Transport.barrier`."""
+        if lost.client_id is None:
+            return
+        cls, kwargs = lost.address
+        for attempt in range(3):
+            try:
+                link = await self._take(cls, kwargs, timeout)
+            except (ConnectionError, TimeoutError, ResponseError, OSError):
+                await asyncio.sleep(min(1.0, 0.05 * (2**attempt)))
+                continue
+            try:
+                await link.conn.send_command("CLIENT", "KILL", "ID", lost.client_id)
+                await link.conn.read_response()
+            except ResponseError:
+                pass
+            except (ConnectionError, TimeoutError, OSError):
+                await link.conn.disconnect(nowait=True)
+                await asyncio.sleep(min(1.0, 0.05 * (2**attempt)))
+                continue
+            except BaseException:
+                await link.conn.disconnect(nowait=True)
+                raise
+            await self._put(link)
+            return

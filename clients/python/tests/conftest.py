@@ -1,0 +1,189 @@
+"""The test harness: a real redis-server (or Valkey) with the module, on a free 127.0.0.1 port,
+always stopped, as the Rust harness (tests/common/mod.rs) starts it.
+
+``REDIS_SERVER`` names the server binary (else ``SERVER=redis|valkey`` picks it the way
+scripts/server-bin.sh does); ``LOCKMOD_MODULE`` the module (else the debug build, which
+``cargo build --lib`` makes). A missing server or module fails loudly: a skipped suite proves
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def server_binary() -> str:
+    if os.environ.get("REDIS_SERVER"):
+        return os.environ["REDIS_SERVER"]
+    which = os.environ.get("SERVER") or "redis"
+    out = subprocess.run(["bash", str(ROOT / "scripts" / "server-bin.sh"), which], capture_output=True, text=True)
+    binary = out.stdout.strip()
+    if out.returncode != 0 or not binary:
+        pytest.fail(f"SERVER={which}: no server binary found (run scripts/install-deps.sh)")
+    return binary
+
+
+def module_path() -> str:
+    path = os.environ.get("LOCKMOD_MODULE") or str(ROOT / "target" / "debug" / "libredis_lockmod.so")
+    if not Path(path).is_file():
+        pytest.fail(f"no module at {path}: run `cargo build --lib` in {ROOT}")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running server with the module, stopped by `stop` (the fixture always calls it)."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="lockmod-pytest-"))
+        last = ""
+        for _ in range(5):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [
+                    server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "no", "--daemonize", "no",
+                    "--enable-debug-command", "yes", "--dir", str(self.dir),
+                    "--logfile", str(self.dir / "server.log"), "--loadmodule", module_path(),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if self._ready():
+                return
+            last = self.log()
+            self.proc.kill()
+            self.proc.wait()
+        pytest.fail(f"the server did not start: {last}")
+
+    def _ready(self) -> bool:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                    return True
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.02)
+        return False
+
+    def client(self, **kwargs) -> redis.Redis:
+        return redis.Redis(port=self.port, **kwargs)
+
+    def log(self) -> str:
+        try:
+            return (self.dir / "server.log").read_text()
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    s = Server()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def r(server: Server) -> Iterator[redis.Redis]:
+    """A client on a freshly flushed server."""
+    c = server.client()
+    c.flushall()
+    yield c
+    c.close()
+
+
+def blocked_clients(r: redis.Redis) -> int:
+    return int(r.info("clients")["blocked_clients"])
+
+
+def wait_until(what, timeout: float = 5.0, message: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message} not reached within {timeout} s")
+        time.sleep(0.005)
+
+
+@contextmanager
+def server_asleep(server: Server, seconds: float) -> Iterator[None]:
+    """Keeps the server busy (``DEBUG SLEEP``) from another connection; yields once it is."""
+    sleeper = threading.Thread(
+        target=lambda: server.client(socket_timeout=seconds + 10).execute_command("DEBUG", "SLEEP", seconds)
+    )
+    sleeper.start()
+    probe = server.client(socket_timeout=0.05, retry=Retry(NoBackoff(), 0))
+    deadline = time.monotonic() + 5
+    try:
+        while time.monotonic() < deadline:
+            try:
+                probe.ping()
+            except redis.exceptions.TimeoutError:
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the server never went to sleep")
+        yield
+    finally:
+        sleeper.join()
+        probe.close()
+
+
+class Cluster:
+    """3 primaries and 3 replicas with the module, by scripts/cluster.sh (as the Rust tests)."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="lockmod-pytest-cluster-"))
+        shutil.rmtree(self.dir)
+        env = dict(os.environ, REDIS_SERVER=server_binary())
+        out = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "cluster.sh"), "start", "--module", module_path(), "--dir", str(self.dir)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        if out.returncode != 0:
+            self.stop()
+            pytest.fail(f"scripts/cluster.sh start failed: {out.stdout}{out.stderr}")
+        self.ports: List[int] = [int(p) for p in out.stdout.split()]
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(ROOT / "scripts" / "cluster.sh"), "stop", "--dir", str(self.dir)], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.stop()

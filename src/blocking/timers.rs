@@ -1,0 +1,67 @@
+//! What each of the module's timers does when it fires. Each runs work the module starts on
+//! its own, outside any client's command, so each first asks the write gate
+//! ([`paused::gate`]) and leaves its work waiting while the server forbids writes.
+
+use super::paused::{self, Gate};
+use super::{fair_waiters, poll, serve, with, LockId, TimerData};
+use crate::ffi::Ctx;
+
+/// A timer armed with `data` fired.
+pub fn on_timer(ctx: &Ctx, data: TimerData) {
+    // The timer fired: forget it. A lock whose lease ended joins `pending`, where it waits if
+    // the module may not write now.
+    match &data {
+        TimerData::Pending => {
+            with(|r| r.pending_timer = None);
+        }
+        TimerData::Expiry { db, key } => {
+            with(|r| {
+                let id = (*db, key.clone());
+                r.expiry_timers.remove(&id);
+                if !r.pending.contains(&id) {
+                    r.pending.push(id);
+                }
+            });
+        }
+        TimerData::FairTick => {
+            with(|r| r.fair_tick = None);
+        }
+        TimerData::FairCancels => {}
+        TimerData::Poll => poll::fired(),
+        TimerData::Resume => paused::polled(),
+    }
+    match paused::gate(ctx) {
+        Gate::Open => {}
+        Gate::Later => return,
+        Gate::Never => {
+            with(|r| r.pending.clear());
+            fair_waiters::forget_cancels();
+            poll::clear();
+            return;
+        }
+    }
+    match data {
+        TimerData::Pending | TimerData::Expiry { .. } => serve_pending(ctx),
+        TimerData::FairTick => fair_waiters::tick(ctx),
+        TimerData::FairCancels => fair_waiters::run_cancels(ctx),
+        TimerData::Poll => poll::tick(ctx),
+        // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
+        // and serving its lock would purge it.
+        TimerData::Resume => {
+            fair_waiters::tick_now(ctx);
+            fair_waiters::run_cancels(ctx);
+            serve_pending(ctx);
+            poll::resume(ctx);
+        }
+    }
+}
+
+/// Serves every lock in `pending`.
+fn serve_pending(ctx: &Ctx) {
+    let due: Vec<LockId> = with(|r| std::mem::take(&mut r.pending)).unwrap_or_default();
+    for id in due {
+        if ctx.select_db(id.0) {
+            serve(ctx, &id);
+        }
+    }
+}

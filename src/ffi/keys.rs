@@ -1,0 +1,132 @@
+//! Open keys: their type, length, expiry, deletion and string values. Hash, list and zset
+//! access is in `keys_collections.rs`.
+
+use redis_module::raw;
+
+use super::{modified, RawCtx, StrRef, OK, READ};
+
+/// The type of the value at a key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum KeyKind {
+    Empty,
+    String,
+    List,
+    Hash,
+    Set,
+    Zset,
+    Other,
+}
+
+/// An open key, closed on drop.
+///
+/// The module opts out of Redis' implicit "modified" signal on closing a key opened for
+/// writing (`modified::opt_out`), which would abort `WATCH`es and send client-side caching
+/// invalidations for commands that changed nothing. Instead each write below that changes the
+/// key marks the handle, and closing a marked handle signals, as Redis would have.
+pub struct Key {
+    pub(super) ctx: RawCtx,
+    pub(super) ptr: *mut raw::RedisModuleKey,
+    /// The database the handle was opened in (write handles only).
+    pub(super) db: i32,
+    /// A write through this handle changed the key.
+    pub(super) changed: std::cell::Cell<bool>,
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            if self.changed.get() {
+                modified::signal(self.ctx, self.ptr, self.db);
+            }
+            // SAFETY: we own the handle and close it exactly once.
+            unsafe { api!(RedisModule_CloseKey)(self.ptr) };
+        }
+    }
+}
+
+impl Key {
+    pub fn kind(&self) -> KeyKind {
+        if self.ptr.is_null() {
+            return KeyKind::Empty;
+        }
+        // SAFETY: live key handle.
+        let t = unsafe { api!(RedisModule_KeyType)(self.ptr) } as isize;
+        match t {
+            raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Empty,
+            raw::REDISMODULE_KEYTYPE_STRING => KeyKind::String,
+            raw::REDISMODULE_KEYTYPE_LIST => KeyKind::List,
+            raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
+            raw::REDISMODULE_KEYTYPE_SET => KeyKind::Set,
+            raw::REDISMODULE_KEYTYPE_ZSET => KeyKind::Zset,
+            _ => KeyKind::Other,
+        }
+    }
+
+    /// Elements in a hash, list or zset; bytes in a string; 0 if empty.
+    pub fn len(&self) -> usize {
+        if self.ptr.is_null() {
+            return 0;
+        }
+        // SAFETY: live key handle.
+        unsafe { api!(RedisModule_ValueLength)(self.ptr) }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Absolute expiry in ms, or `None` for a key without one (or an empty key).
+    pub fn expire_at(&self) -> Option<i64> {
+        if self.ptr.is_null() {
+            return None;
+        }
+        // SAFETY: live key handle.
+        let at = unsafe { api!(RedisModule_GetAbsExpire)(self.ptr) };
+        (at >= 0).then_some(at)
+    }
+
+    /// Marks the key changed (to be signalled on close) if `changed`; returns `changed`.
+    pub(super) fn mark(&self, changed: bool) -> bool {
+        if changed {
+            self.changed.set(true);
+        }
+        changed
+    }
+
+    pub fn set_expire_at(&self, at: i64) -> bool {
+        // SAFETY: live key handle opened for writing (Redis checks and returns an error if not).
+        self.mark(unsafe { api!(RedisModule_SetAbsExpire)(self.ptr, at) == OK })
+    }
+
+    pub fn delete(&self) -> bool {
+        let existed = self.kind() != KeyKind::Empty;
+        // SAFETY: live key handle.
+        let ok = unsafe { api!(RedisModule_DeleteKey)(self.ptr) == OK };
+        self.mark(ok && existed);
+        ok
+    }
+
+    // -- string -------------------------------------------------------------------------------
+
+    /// The bytes of a string key (empty if the key is empty).
+    pub fn string_get(&self) -> Vec<u8> {
+        if self.ptr.is_null() || self.kind() != KeyKind::String {
+            return Vec::new();
+        }
+        let mut len = 0usize;
+        // SAFETY: read-only DMA access to a string key; copied out before the key is touched.
+        unsafe {
+            let p = api!(RedisModule_StringDMA)(self.ptr, &mut len, READ);
+            if p.is_null() {
+                return Vec::new();
+            }
+            std::slice::from_raw_parts(p as *const u8, len).to_vec()
+        }
+    }
+
+    /// Replaces the value (of any type) with the string `value`, dropping any expiry.
+    pub fn string_set(&self, value: StrRef) -> bool {
+        // SAFETY: live key handle opened for writing; Redis copies the value.
+        self.mark(unsafe { api!(RedisModule_StringSet)(self.ptr, value.ptr) == OK })
+    }
+}

@@ -1,0 +1,75 @@
+//! The only module with `unsafe`: small wrappers over the Redis module C API, one file per API
+//! area.
+//!
+//! Everything above this module sees safe types: [`Ctx`] (a command's context), [`Args`] (its
+//! argv), [`Key`] (an open key, closed on drop) and [`RStr`] (an owned module string, freed on
+//! drop). The SDK's safe layer allocates a `Vec<RedisString>` and retains every argument on each
+//! call; the lock commands are meant to cost about as much as a `SET NX PX`, so the hot path goes
+//! straight to the C API through these wrappers instead.
+//!
+//! Every API function used here exists in Redis 7.0; [`missing_apis`] checks that at load time,
+//! so the `api!` fallback (a panic, caught by [`dispatch`] and turned into an error reply) is
+//! never reached on a supported server.
+
+// `api!` reads a static inside its own `unsafe`, which nests in callers' unsafe blocks.
+#![allow(unused_unsafe)]
+
+use std::os::raw::c_int;
+
+use redis_module::raw;
+
+pub type RawCtx = *mut raw::RedisModuleCtx;
+pub type RawStr = *mut raw::RedisModuleString;
+
+const OK: c_int = raw::REDISMODULE_OK as c_int;
+const READ: c_int = raw::REDISMODULE_READ as c_int;
+const WRITE: c_int = raw::REDISMODULE_WRITE as c_int;
+
+/// Resolves a module API function pointer, which Redis fills in when the module loads.
+macro_rules! api {
+    ($name:ident) => {
+        // SAFETY: Redis writes these pointers once, in RedisModule_Init, before any other code
+        // of the module runs; afterwards they are only read.
+        match unsafe { raw::$name } {
+            Some(f) => f,
+            None => $crate::ffi::api_missing(stringify!($name)),
+        }
+    };
+}
+
+// Declared after `api!` so the macro is in scope there.
+mod api;
+mod args;
+mod command;
+mod context;
+mod keys;
+mod keys_collections;
+mod log;
+mod replicate;
+mod reply;
+
+pub mod acl;
+pub mod config;
+pub mod events;
+pub mod filter;
+mod filter_probe;
+pub mod latency;
+pub mod lookup;
+pub mod memory;
+pub mod metadata;
+pub mod modified;
+pub mod pause;
+pub mod server;
+mod watch_filter;
+
+pub(crate) use api::api_missing;
+pub use api::{missing_apis, NEEDED_APIS};
+pub use args::{Args, NotAnInteger, RStr, StrRef};
+// For the other files here, which read module strings directly.
+use args::str_bytes;
+pub use command::{create_command, dispatch, CommandFn, Handler};
+pub use context::Ctx;
+pub use keys::{Key, KeyKind};
+pub use log::log;
+pub use replicate::Arg;
+pub use reply::IntBuf;

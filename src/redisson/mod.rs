@@ -1,0 +1,21 @@
+//! Redisson's own lock scripts, run as the native commands (`lockmod.redisson-scripts native`).
+//!
+//! A Redisson application sends its lock scripts with `EVALSHA` (or `EVAL`). The module's
+//! command filter (`ffi::filter`) recognises each by its SHA1 ([`table`]), maps its KEYS and
+//! ARGV to the native command's arguments ([`rewrite`]) when they are exactly the ones the
+//! module derives from the lock name, and rewrites the call before Redis looks it up, so the
+//! native command runs instead of the Lua. [`exec`] then makes the native command answer
+//! exactly what the script would: it converts the replies where Redisson's scripts differ
+//! (older releases, batched renewals), and wherever the native command cannot give the Lua's
+//! answer (an error, a state only some script versions handle) it runs the script itself,
+//! before anything was written ([`reverse`] rebuilds its KEYS and ARGV). [`stats`] counts
+//! what happened, for `INFO lockmod`, [`unknown`] spots scripts that look like Redisson's but
+//! are not in the table, and [`acl`] lists the commands a script runs, for the ACL check.
+
+pub mod acl;
+pub mod exec;
+pub mod reverse;
+pub mod rewrite;
+pub mod stats;
+pub mod table;
+pub mod unknown;
