@@ -1,0 +1,75 @@
+//! Changes to locks with parked clients, reported by name: the module's own writes, the
+//! command filter's hits and `EXEC`, `expired`/`evicted` events. Each queues the lock in
+//! `pending`, served at the end of the module's own command (`serve_now`) or from a 0 ms timer.
+//! Changes by others that nothing reports are found by `super::poll`.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use super::{fair_waiters, schedule, with, LockId, Registry};
+use crate::ffi::Ctx;
+
+/// Remembers which databases a lock key has parked clients in, so a change reported by name
+/// (the module's own writes, the command filter) finds them.
+pub(super) fn watch_lock(r: &mut Registry, id: &LockId) {
+    r.by_name.entry(id.1.clone()).or_default().push(id.0);
+    ANY_PARKED.store(true, Relaxed);
+}
+
+/// Whether any client is parked: every write of the module asks (a plain static, no
+/// thread-local access).
+static ANY_PARKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether any client is parked.
+#[inline]
+pub fn any_parked() -> bool {
+    ANY_PARKED.load(Relaxed)
+}
+
+pub(super) fn unwatch_lock(r: &mut Registry, id: &LockId) {
+    if let Some(dbs) = r.by_name.get_mut(&id.1) {
+        dbs.retain(|&d| d != id.0);
+        if dbs.is_empty() {
+            r.by_name.remove(&id.1);
+        }
+    }
+    ANY_PARKED.store(!r.by_name.is_empty(), Relaxed);
+}
+
+/// `name` changed (in `db`, or in a database the caller does not know): if it is a lock with
+/// parked clients, or the fair queue of one, serve that lock soon. Called for the module's
+/// own writes (a grant may follow in the same command: `serve_now`) and for commands of
+/// others the filter saw before they run (so the 0 ms timer serves the lock after them).
+pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8]) {
+    if !any_parked() {
+        return;
+    }
+    let queue_of = fair_waiters::locks_of_queue(name);
+    let due: Vec<LockId> = with(|r| {
+        let mut due = Vec::new();
+        for lock in std::iter::once(name).chain(queue_of.iter().flatten().map(Vec::as_slice)) {
+            if let Some(dbs) = r.by_name.get(lock) {
+                due.extend(dbs.iter().filter(|&&d| db.is_none_or(|db| db == d)).map(|&d| (d, lock.to_vec())));
+            }
+        }
+        due
+    })
+    .unwrap_or_default();
+    for id in due {
+        schedule(ctx, id);
+    }
+}
+
+/// `EXEC`: the commands it runs were filtered when they were queued, perhaps before their
+/// lock had parked clients, and run only now: serve every lock with parked clients after it.
+pub fn recheck_all(ctx: &Ctx) {
+    let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
+    for id in all {
+        schedule(ctx, id);
+    }
+}
+
+/// An `expired` or `evicted` event (the only keyspace events the module subscribes to): a
+/// parked lock that expired is served now rather than by its expiry timer.
+pub fn on_key_gone(ctx: &Ctx, key: &[u8]) {
+    changed(ctx, Some(ctx.selected_db()), key);
+}
