@@ -27,7 +27,7 @@ run: release ## Build, then run redis-server on PORT (default 6379) with the mod
 # a server that is not installed is reported loudly and skipped; naming it explicitly fails.
 SERVER ?= all
 
-test: build ## Unit tests, then the integration tests once per server (SERVER=redis|valkey|all)
+test: build ## Unit tests, then integration, Python and Node client tests once per server (SERVER=redis|valkey|all)
 	$(CARGO) test --lib
 	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
