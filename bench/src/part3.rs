@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::names::*;
 use crate::report::Table;
-use crate::server::{call_s, pipeline, redis_benchmark, Res};
+use crate::server::{call_s, pipeline, redis_benchmark, Res, Server};
 use crate::stats::{ratios, Ratio, Summary};
 use crate::strs;
 use crate::workloads::{Expect, LEASE};
@@ -70,29 +70,15 @@ pub fn run(b: &mut Bench) -> Res<()> {
     // redis-benchmark: LOCK.ACQUIRE vs SET NX PX (module-free server) vs EVALSHA (module-free).
     let sha = b.sha("lock_acquire").unwrap_or_default();
     let (mut vm, mut vs, mut vl) = (vec![], vec![], vec![]);
+    let rb = |s: &Server, args: &[&str]| redis_benchmark(s, n, 1_000_000, args);
     for r in 0..rounds {
         progress!("part 3: redis-benchmark round {}/{rounds}", r + 1);
         for s in if r % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] } {
             call_s(&mut if s == 0 { b.m.conn()? } else { b.p.conn()? }, &["FLUSHALL"])?;
             match s {
-                0 => vm.push(redis_benchmark(
-                    &b.m,
-                    n,
-                    1_000_000,
-                    &["LOCK.ACQUIRE", "lock:__rand_int__", "owner:1", LEASE],
-                )?),
-                1 => vs.push(redis_benchmark(
-                    &b.p,
-                    n,
-                    1_000_000,
-                    &["SET", "lock:__rand_int__", "owner:1", "NX", "PX", LEASE],
-                )?),
-                _ => vl.push(redis_benchmark(
-                    &b.p,
-                    n,
-                    1_000_000,
-                    &["EVALSHA", &sha, "1", "lock:__rand_int__", "owner:1", LEASE],
-                )?),
+                0 => vm.push(rb(&b.m, &["LOCK.ACQUIRE", "lock:__rand_int__", "owner:1", LEASE])?),
+                1 => vs.push(rb(&b.p, &["SET", "lock:__rand_int__", "owner:1", "NX", "PX", LEASE])?),
+                _ => vl.push(rb(&b.p, &["EVALSHA", &sha, "1", "lock:__rand_int__", "owner:1", LEASE])?),
             }
         }
     }
