@@ -2,35 +2,15 @@
 //! `SET NX PX` on the module-free server, and a pipelined stream of acquire+unlock pairs from the
 //! driver, module against the Lua reference (and against a stream of plain `SET NX PX`).
 
-use std::process::Command;
 use std::time::Instant;
 
 use crate::names::*;
 use crate::report::Table;
-use crate::server::{call_s, pipeline, Res, Server};
+use crate::server::{call_s, pipeline, redis_benchmark, Res, Server};
 use crate::stats::{ratios, Ratio, Summary};
 use crate::strs;
 use crate::workloads::{Expect, LEASE};
 use crate::{progress, Bench};
-
-/// Requests per second that `redis-benchmark` reports for one command line.
-fn rb(s: &Server, n: usize, args: &[&str]) -> Res<f64> {
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &s.port.to_string(), "-c", "50", "-P", "16", "-r", "1000000"])
-        .args(["-n", &n.to_string(), "--csv"])
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run redis-benchmark (scripts/install-deps.sh installs redis-tools): {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    // --csv: a header line, then `"<command>","<rps>",...`.
-    let rps = text
-        .lines()
-        .filter(|l| !l.starts_with("\"test\""))
-        .filter_map(|l| l.split("\",\"").nth(1))
-        .filter_map(|v| v.trim_matches('"').parse::<f64>().ok())
-        .next_back();
-    rps.filter(|r| *r > 0.0).ok_or_else(|| format!("redis-benchmark {}: no rate in {text:?}", args.join(" ")))
-}
 
 /// Sends `cmds` in pipelined batches, checks every reply, and returns the wall seconds.
 fn stream(c: &mut redis::Connection, cmds: &[(Vec<String>, Expect)]) -> Res<f64> {
@@ -90,14 +70,15 @@ pub fn run(b: &mut Bench) -> Res<()> {
     // redis-benchmark: LOCK.ACQUIRE vs SET NX PX (module-free server) vs EVALSHA (module-free).
     let sha = b.sha("lock_acquire").unwrap_or_default();
     let (mut vm, mut vs, mut vl) = (vec![], vec![], vec![]);
+    let rb = |s: &Server, args: &[&str]| redis_benchmark(s, n, 1_000_000, args);
     for r in 0..rounds {
         progress!("part 3: redis-benchmark round {}/{rounds}", r + 1);
         for s in if r % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] } {
             call_s(&mut if s == 0 { b.m.conn()? } else { b.p.conn()? }, &["FLUSHALL"])?;
             match s {
-                0 => vm.push(rb(&b.m, n, &["LOCK.ACQUIRE", "lock:__rand_int__", "owner:1", LEASE])?),
-                1 => vs.push(rb(&b.p, n, &["SET", "lock:__rand_int__", "owner:1", "NX", "PX", LEASE])?),
-                _ => vl.push(rb(&b.p, n, &["EVALSHA", &sha, "1", "lock:__rand_int__", "owner:1", LEASE])?),
+                0 => vm.push(rb(&b.m, &["LOCK.ACQUIRE", "lock:__rand_int__", "owner:1", LEASE])?),
+                1 => vs.push(rb(&b.p, &["SET", "lock:__rand_int__", "owner:1", "NX", "PX", LEASE])?),
+                _ => vl.push(rb(&b.p, &["EVALSHA", &sha, "1", "lock:__rand_int__", "owner:1", LEASE])?),
             }
         }
     }

@@ -4,11 +4,10 @@
 //! states, and a second server without the module (the noise floor: plain against plain), in
 //! rotating order; each run reports requests/s and, from `INFO commandstats`, usec per call.
 
-use std::process::Command;
 use std::thread::JoinHandle;
 
 use crate::report::Table;
-use crate::server::{call_s, command_stat, cpu_seconds, info_f64, Res, Server};
+use crate::server::{call_s, command_stat, cpu_seconds, info_f64, redis_benchmark, Res, Server};
 use crate::stats::{num, ratios, Ratio, Summary};
 use crate::{progress, strs, Bench};
 
@@ -63,30 +62,12 @@ fn refresh(s: &Server, state: State) -> Res<()> {
     Ok(())
 }
 
-/// Requests per second `redis-benchmark` reports for one command line.
-fn rb(s: &Server, n: usize, args: &[&str]) -> Res<f64> {
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &s.port.to_string(), "-c", "50", "-P", "16", "-r", "100000"])
-        .args(["-n", &n.to_string(), "--csv"])
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run redis-benchmark (scripts/install-deps.sh installs redis-tools): {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rps = text
-        .lines()
-        .filter(|l| !l.starts_with("\"test\""))
-        .filter_map(|l| l.split("\",\"").nth(1))
-        .filter_map(|v| v.trim_matches('"').parse::<f64>().ok())
-        .next_back();
-    rps.filter(|r| *r > 0.0).ok_or_else(|| format!("redis-benchmark {}: no rate in {text:?}", args.join(" ")))
-}
-
 /// One run: (usec per call, server CPU usec per request, requests/s).
 fn run_one(s: &Server, n: usize, stat: &str, cmd: &[&str]) -> Res<[f64; 3]> {
     let mut c = s.conn()?;
     call_s(&mut c, &["CONFIG", "RESETSTAT"])?;
     let cpu = cpu_seconds(&mut c)?;
-    let rps = rb(s, n, cmd)?;
+    let rps = redis_benchmark(s, n, 100_000, cmd)?;
     let cpu = cpu_seconds(&mut c)? - cpu;
     let (calls, usec) = command_stat(&mut c, stat)?;
     if calls < n as u64 {

@@ -177,3 +177,23 @@ pub fn has_command(c: &mut redis::Connection, name: &str) -> bool {
         _ => false,
     }
 }
+
+/// Requests per second that `redis-benchmark` (50 clients, pipelines of 16) reports for one
+/// command line whose `__rand_int__` ranges over `keys` values.
+pub fn redis_benchmark(s: &Server, n: usize, keys: usize, args: &[&str]) -> Res<f64> {
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &s.port.to_string(), "-c", "50", "-P", "16", "-r", &keys.to_string()])
+        .args(["-n", &n.to_string(), "--csv"])
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run redis-benchmark (scripts/install-deps.sh installs redis-tools): {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // --csv: a header line, then `"<command>","<rps>",...`.
+    let rps = text
+        .lines()
+        .filter(|l| !l.starts_with("\"test\""))
+        .filter_map(|l| l.split("\",\"").nth(1))
+        .filter_map(|v| v.trim_matches('"').parse::<f64>().ok())
+        .next_back();
+    rps.filter(|r| *r > 0.0).ok_or_else(|| format!("redis-benchmark {}: no rate in {text:?}", args.join(" ")))
+}

@@ -20,29 +20,26 @@ pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<C
         Publish::Fixed => None,
         Publish::Arg(_) => Some(v(env.publish_cmd())),
     };
-    // LATCH request latch_ms, after `at` positional arguments.
-    let latch = |at: usize| -> Option<(Vec<u8>, Vec<u8>)> {
-        Some((names::unlock_latch(&name, native.get(at + 1)?), arg(at + 2)?))
+    // An unlock's tail: the publish command when Redisson passes it, then with `latch` (native
+    // `LATCH request latch_ms` after `at` positional arguments) the latch key and its TTL.
+    let unlock = |mut keys: Vec<Vec<u8>>, mut argv: Vec<Vec<u8>>, p: Publish, latch: bool, at: usize| {
+        argv.extend(pubcmd(p));
+        if latch {
+            keys.push(names::unlock_latch(&name, native.get(at + 1)?));
+            argv.push(arg(at + 2)?);
+        }
+        Some((keys, argv))
     };
     let now = now.to_string().into_bytes();
     let call = match kind {
         Kind::LockAcquire | Kind::LockRenew { .. } => (vec![name.clone()], vec![arg(2)?, arg(1)?]),
         Kind::LockAcquireFenced { .. } => (vec![name.clone(), names::token(&name)], vec![arg(2)?, arg(1)?]),
-        Kind::LockUnlock { publish, latch: l } => {
-            let mut keys = vec![name.clone(), names::lock_channel(&name)];
-            let mut argv = vec![v(b"0"), arg(2)?, arg(1)?];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(3)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
+        Kind::LockUnlock { publish, latch } => {
+            let keys = vec![name.clone(), names::lock_channel(&name)];
+            unlock(keys, vec![v(b"0"), arg(2)?, arg(1)?], publish, latch, 3)?
         }
         Kind::LockForceUnlock { publish } => {
-            let mut argv = vec![v(b"0")];
-            argv.extend(pubcmd(publish));
-            (vec![name.clone(), names::lock_channel(&name)], argv)
+            unlock(vec![name.clone(), names::lock_channel(&name)], vec![v(b"0")], publish, false, 0)?
         }
         Kind::RwRead => {
             let owner = arg(1)?;
@@ -50,38 +47,23 @@ pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<C
             (keys, vec![arg(2)?, owner.clone(), names::write_field(&owner)])
         }
         Kind::RwWrite => (vec![name.clone()], vec![arg(2)?, names::write_field(native.get(1)?)]),
-        Kind::RwUnlockRead { publish, latch: l, .. } => {
+        Kind::RwUnlockRead { publish, latch, .. } => {
             let owner = arg(1)?;
-            let mut keys = vec![
+            let keys = vec![
                 name.clone(),
                 names::rwlock_channel(&name),
                 names::read_timeout_prefix(&name, &owner),
                 names::key_prefix(&name),
             ];
-            let mut argv = vec![v(b"0"), owner];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(4)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
+            unlock(keys, vec![v(b"0"), owner], publish, latch, 4)?
         }
-        Kind::RwUnlockWrite { publish, latch: l, .. } => {
-            let mut keys = vec![name.clone(), names::rwlock_channel(&name)];
-            let mut argv = vec![v(b"1"), arg(3)?, names::write_field(native.get(1)?)];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(4)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
+        Kind::RwUnlockWrite { publish, latch, .. } => {
+            let keys = vec![name.clone(), names::rwlock_channel(&name)];
+            unlock(keys, vec![v(b"1"), arg(3)?, names::write_field(native.get(1)?)], publish, latch, 4)?
         }
         Kind::RwForceUnlock { side, publish } => {
-            let mut argv = vec![v(if side == Side::Read { b"0" } else { b"1" })];
-            argv.extend(pubcmd(publish));
-            (vec![name.clone(), names::rwlock_channel(&name)], argv)
+            let argv = vec![v(if side == Side::Read { b"0" } else { b"1" })];
+            unlock(vec![name.clone(), names::rwlock_channel(&name)], argv, publish, false, 0)?
         }
         Kind::RwRenewAll { .. } => (vec![name.clone(), names::key_prefix(&name)], vec![arg(2)?, arg(1)?]),
         Kind::RwRenewOwner => (vec![name.clone(), names::key_prefix(&name)], vec![arg(2)?, v(b"1"), arg(1)?]),
@@ -94,24 +76,15 @@ pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<C
             };
             (keys, argv)
         }
-        Kind::FairUnlock { publish, latch: l, .. } => {
-            let mut keys =
+        Kind::FairUnlock { publish, latch, .. } => {
+            let keys =
                 vec![name.clone(), names::fair_queue(&name), names::fair_timeouts(&name), names::lock_channel(&name)];
-            let mut argv = vec![v(b"0"), arg(2)?, arg(1)?, now];
-            argv.extend(pubcmd(publish));
-            if l {
-                let (k, ms) = latch(3)?;
-                keys.push(k);
-                argv.push(ms);
-            }
-            (keys, argv)
+            unlock(keys, vec![v(b"0"), arg(2)?, arg(1)?, now], publish, latch, 3)?
         }
         Kind::FairForceUnlock { publish, .. } => {
             let keys =
                 vec![name.clone(), names::fair_queue(&name), names::fair_timeouts(&name), names::lock_channel(&name)];
-            let mut argv = vec![v(b"0"), now];
-            argv.extend(pubcmd(publish));
-            (keys, argv)
+            unlock(keys, vec![v(b"0"), now], publish, false, 0)?
         }
         Kind::FairCancel => (vec![names::fair_queue(&name), names::fair_timeouts(&name)], vec![arg(1)?, arg(2)?]),
         Kind::Lua(_) => return None,

@@ -152,24 +152,7 @@ impl Pair {
     /// Asserts both keyspaces and the published messages so far match.
     pub fn check(&mut self) {
         self.wait_out_expiries();
-        let (a, b) = (dump(&mut self.mc), dump(&mut self.lc));
-        let names_a: Vec<&String> = a.iter().map(|e| &e.0).collect();
-        let names_b: Vec<&String> = b.iter().map(|e| &e.0).collect();
-        assert_eq!(names_a, names_b, "step {}: different keys", self.steps);
-        for (x, y) in a.iter().zip(b.iter()) {
-            assert_eq!(x.1, y.1, "step {}: key {} differs", self.steps, x.0);
-            let both_persistent = x.2 == -1 && y.2 == -1;
-            assert!(
-                both_persistent || (x.2 >= 0 && y.2 >= 0 && (x.2 - y.2).abs() <= TOL_MS),
-                "step {}: expiry of {} differs: module {} lua {}",
-                self.steps,
-                x.0,
-                x.2,
-                y.2
-            );
-            let scores_near = x.3.len() == y.3.len() && x.3.iter().zip(&y.3).all(|(p, q)| (p - q).abs() <= TOL_MS);
-            assert!(scores_near, "step {}: scores of {} differ: module {:?} lua {:?}", self.steps, x.0, x.3, y.3);
-        }
+        assert_same_keyspace([("module", &mut self.mc), ("lua", &mut self.lc)], TOL_MS, self.steps);
         self.published_m.extend(self.msub.take());
         self.published_l.extend(self.lsub.take());
         let n = self.published_m.len().min(self.published_l.len());
@@ -222,6 +205,29 @@ pub fn soonest_expiry(c: &mut redis::Connection) -> Option<i64> {
         }
     }
     soonest
+}
+
+/// Asserts the two servers (named for the messages) hold the same keys with the same values, their
+/// expiries and zset scores within `tol` ms of each other.
+pub fn assert_same_keyspace(sides: [(&str, &mut redis::Connection); 2], tol: i64, step: usize) {
+    let [(na, ca), (nb, cb)] = sides;
+    let (a, b) = (dump(ca), dump(cb));
+    let names_a: Vec<&String> = a.iter().map(|e| &e.0).collect();
+    let names_b: Vec<&String> = b.iter().map(|e| &e.0).collect();
+    assert_eq!(names_a, names_b, "step {step}: different keys");
+    for (x, y) in a.iter().zip(b.iter()) {
+        assert_eq!(x.1, y.1, "step {step}: key {} differs", x.0);
+        let both_persistent = x.2 == -1 && y.2 == -1;
+        assert!(
+            both_persistent || (x.2 >= 0 && y.2 >= 0 && (x.2 - y.2).abs() <= tol),
+            "step {step}: expiry of {} differs: {na} {} {nb} {}",
+            x.0,
+            x.2,
+            y.2
+        );
+        let scores_near = x.3.len() == y.3.len() && x.3.iter().zip(&y.3).all(|(p, q)| (p - q).abs() <= tol);
+        assert!(scores_near, "step {step}: scores of {} differ: {na} {:?} {nb} {:?}", x.0, x.3, y.3);
+    }
 }
 
 /// Every key as (name, printable value, absolute expiry (PEXPIRETIME), zset scores), sorted by name.

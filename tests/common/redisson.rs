@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::diff::{dump, soonest_expiry, GUARD_MS};
+use super::diff::{assert_same_keyspace, dump, soonest_expiry, GUARD_MS};
 use super::{Server, Subscriber};
 
 /// Times (TTL replies, expiries, deadlines) may differ by this much: each side computes them
@@ -255,24 +255,7 @@ impl ScriptPair {
     /// Asserts both keyspaces and the messages published so far match.
     pub fn check(&mut self) {
         self.wait_out_expiries(5 * GUARD_MS);
-        let (a, b) = (dump(&mut self.lc), dump(&mut self.nc));
-        let names_a: Vec<&String> = a.iter().map(|e| &e.0).collect();
-        let names_b: Vec<&String> = b.iter().map(|e| &e.0).collect();
-        assert_eq!(names_a, names_b, "step {}: different keys", self.steps);
-        for (x, y) in a.iter().zip(b.iter()) {
-            assert_eq!(x.1, y.1, "step {}: key {} differs", self.steps, x.0);
-            let both_persistent = x.2 == -1 && y.2 == -1;
-            assert!(
-                both_persistent || (x.2 >= 0 && y.2 >= 0 && (x.2 - y.2).abs() <= TOL_MS),
-                "step {}: expiry of {} differs: lua {} native {}",
-                self.steps,
-                x.0,
-                x.2,
-                y.2
-            );
-            let near = x.3.len() == y.3.len() && x.3.iter().zip(&y.3).all(|(p, q)| (p - q).abs() <= TOL_MS);
-            assert!(near, "step {}: scores of {} differ: lua {:?} native {:?}", self.steps, x.0, x.3, y.3);
-        }
+        assert_same_keyspace([("lua", &mut self.lc), ("native", &mut self.nc)], TOL_MS, self.steps);
         let (ml, mn) = (self.lsub.take(), self.nsub.take());
         assert_eq!(ml, mn, "step {}: different messages", self.steps);
     }

@@ -6,27 +6,14 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, raw } = require('./support/server');
-const { LockClient } = require('..');
+const { withServer } = require('./support/server');
 
 const TASKS = 16;
 const ROUNDS = 100;
 
-let server;
 let r;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  client = new LockClient(r);
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (server) await server.stop();
-});
+withServer((env) => ({ r, client } = env));
 
 async function hammer(makeLock, counterKey) {
   let inside = 0;

@@ -3,24 +3,12 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, raw, until } = require('./support/server');
-const { LockClient, FairLock } = require('..');
+const { withServer, until } = require('./support/server');
+const { FairLock } = require('..');
 
-let server;
 let r;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  client = new LockClient(r);
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (server) await server.stop();
-});
+withServer((env) => ({ r, client } = env));
 
 const queue = (name) => r.lrange(`redisson_lock_queue:{${name}}`, 0, -1);
 

@@ -5,24 +5,13 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const Redis = require('ioredis');
-const { startServer, raw, until, parked } = require('./support/server');
+const { withServer, until, parked } = require('./support/server');
 const { LockClient, LockNotHeldError, tokenKey, using, LockTimeoutError } = require('..');
 
 let server;
 let r;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  client = new LockClient(r);
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (server) await server.stop();
-});
+withServer((env) => ({ server, r, client } = env));
 
 test('owner ids are Redisson style, one per lock object, under the client uuid', () => {
   const a = client.lock('ids');

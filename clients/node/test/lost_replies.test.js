@@ -7,27 +7,18 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { setTimeout: sleep } = require('node:timers/promises');
-const { startServer, raw, calls, until, parked } = require('./support/server');
-const { LockClient } = require('..');
+const { withServer, calls, until, parked } = require('./support/server');
 
-let server;
 let r;
 let staller;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  staller = raw(server.port);
-  client = new LockClient(r, { commandTimeout: 200, blockGrace: 100 });
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (staller) staller.disconnect();
-  if (server) await server.stop();
-});
+withServer(
+  (env) => {
+    ({ r, client } = env);
+    staller = env.raw();
+  },
+  { commandTimeout: 200, blockGrace: 100 },
+);
 
 /**
  * Stalls the server for `seconds`, then runs `after` (pipelined: right after the sleep).

@@ -9,8 +9,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { randomUUID } = require('node:crypto');
-const { startServer, raw, ROOT } = require('./support/server');
-const { LockClient } = require('..');
+const { withServer, raw, ROOT } = require('./support/server');
 
 const lua = (name) => fs.readFileSync(path.join(ROOT, 'bench/lua', name), 'utf8');
 const ACQUIRE = lua('lock_acquire.lua');
@@ -19,18 +18,7 @@ const UNLOCK = lua('lock_unlock.lua');
 let server;
 let r;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  client = new LockClient(r);
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (server) await server.stop();
-});
+withServer((env) => ({ server, r, client } = env));
 
 /** A Redisson-style client: its own connections, owner `<uuid>:<thread>`, Lua scripts. */
 function redissonStyle(name, thread) {

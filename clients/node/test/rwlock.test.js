@@ -3,24 +3,12 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, raw, until, parked } = require('./support/server');
-const { LockClient, ReadLock, WriteLock } = require('..');
+const { withServer, until, parked } = require('./support/server');
+const { ReadLock, WriteLock } = require('..');
 
-let server;
 let r;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  client = new LockClient(r);
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (server) await server.stop();
-});
+withServer((env) => ({ r, client } = env));
 
 test('readers share the lock and exclude a writer until the last one leaves', async () => {
   const a = client.readWriteLock('rw:share');

@@ -6,24 +6,12 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { once } = require('node:events');
 const { setTimeout: sleep } = require('node:timers/promises');
-const { startServer, raw, calls } = require('./support/server');
-const { LockClient, LockLostError, using } = require('..');
+const { withServer, calls } = require('./support/server');
+const { LockLostError, using } = require('..');
 
-let server;
 let r;
 let client;
-
-test.before(async () => {
-  server = await startServer();
-  r = raw(server.port);
-  client = new LockClient(r, { watchdogTimeout: 1000, renewInterval: 300 });
-});
-
-test.after(async () => {
-  if (client) await client.quit();
-  if (r) r.disconnect();
-  if (server) await server.stop();
-});
+withServer((env) => ({ r, client } = env), { watchdogTimeout: 1000, renewInterval: 300 });
 
 /** Resolves with the abort reason of `signal` (bounded: fails if it never aborts). */
 async function aborted(signal, ms = 10000) {

@@ -11,7 +11,9 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { setTimeout: sleep } = require('node:timers/promises');
+const test = require('node:test');
 const Redis = require('ioredis');
+const { LockClient } = require('../..');
 
 const ROOT = path.resolve(__dirname, '../../../..');
 
@@ -129,4 +131,32 @@ async function parked(r) {
   return Number(m[1]);
 }
 
-module.exports = { startServer, raw, until, calls, parked, serverBinary, modulePath, ROOT };
+/**
+ * The usual setup of a test file: registers before/after hooks that start one server, open a
+ * raw connection `r` to it and a LockClient on `r` (with `clientOptions`), and close them all
+ * again. `ready` runs in the before hook with `{ server, r, client, raw }`, where `raw()` opens
+ * another connection that the after hook closes too.
+ */
+function withServer(ready, clientOptions) {
+  const conns = [];
+  let server;
+  let client;
+  test.before(async () => {
+    server = await startServer();
+    const more = () => {
+      const c = raw(server.port);
+      conns.push(c);
+      return c;
+    };
+    const r = more();
+    client = new LockClient(r, clientOptions);
+    ready({ server, r, client, raw: more });
+  });
+  test.after(async () => {
+    if (client) await client.quit();
+    for (const c of conns) c.disconnect();
+    if (server) await server.stop();
+  });
+}
+
+module.exports = { startServer, withServer, raw, until, calls, parked, serverBinary, modulePath, ROOT };
