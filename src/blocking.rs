@@ -493,7 +493,8 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
     // The waiter's user is checked on both paths: a refusal replies the lock's TTL too, which
     // its user may no longer read.
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&w.who);
-    let (reply, granted) = if paused::gate(ctx) == paused::Gate::Open {
+    let open = paused::gate(ctx) == paused::Gate::Open;
+    let (reply, granted) = if open {
         match attempt_for_waiter(&mut store, &id.1, &w.req, writers) {
             Ok(Attempt::Granted(r)) => (r, true),
             Ok(Attempt::Refused(r)) => (r, false),
@@ -507,7 +508,14 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
     };
     drop(store);
     if !granted {
-        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
+        // The client reads its timeout reply right after this callback: its queue place must
+        // be gone by then (a reader of the queue would otherwise still see it), so the cancel
+        // runs here when the module may write, and from the cancel timer only in a pause.
+        if open {
+            fair_waiters::cancel_now(ctx, &id, &w.req, &w.who);
+        } else {
+            fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
+        }
     }
     w.bc.unblock(None);
     arm_expiry(ctx, &id);

@@ -98,6 +98,24 @@ fn a_timed_out_waiter_gets_the_ttl_and_leaves_the_queue_as_cancel_does() {
     granted(b);
 }
 
+/// Regression: the cancel ran from a timer after the timeout reply was sent, so a client that
+/// read the queue right after its timeout could still find itself in it.
+#[test]
+fn a_timed_out_waiters_place_is_gone_when_its_reply_arrives() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+    for _ in 0..5 {
+        let a = park(&s, &mut c, "a", "60000", "50");
+        let (reply, _) = a.join().expect("a");
+        assert!(reply.is_ok(), "{reply:?}");
+        // No wait: the place was cancelled before the reply left the server.
+        assert_eq!(queue(&mut c), Vec::<String>::new());
+        let z: i64 = redis::cmd("ZCARD").arg(Z).query(&mut c).expect("ZCARD");
+        assert_eq!(z, 0);
+    }
+}
+
 #[test]
 fn a_waiter_parked_longer_than_its_wait_keeps_its_place() {
     let s = Server::start();

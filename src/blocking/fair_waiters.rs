@@ -138,6 +138,27 @@ pub fn gave_up(ctx: &Ctx, id: &LockId, req: &Request, who: &Who) {
     }
 }
 
+/// A parked fair waiter's BLOCK timed out, in its own timeout callback (writes allowed): its
+/// queue place is cancelled at once, as `FAIRLOCK.CANCEL` would, and the lock served (the
+/// waiter behind may now be first in line). Only in the waiter's own database; anything else
+/// goes through the cancel timer, which selects databases.
+pub fn cancel_now(ctx: &Ctx, id: &LockId, req: &Request, who: &Who) {
+    let Request::Fair { owner, wait, .. } = req else { return };
+    if ctx.selected_db() != id.0 {
+        return gave_up(ctx, id, req, who);
+    }
+    // A user that may no longer write the queue: its place is left to expire.
+    if !may_write_queue(ctx, id, who) {
+        return;
+    }
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    // Another type under the queue: nothing of ours to remove.
+    let _ = fair::cancel_many(&mut store, &id.1, &[(owner.as_slice(), *wait)]);
+    drop(store);
+    serve(ctx, id);
+}
+
 /// Cancels the queue places of the fair waiters that gave up, then serves their locks (the
 /// waiter behind may now be first in line).
 pub fn run_cancels(ctx: &Ctx) {
