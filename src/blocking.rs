@@ -381,6 +381,9 @@ fn serve(ctx: &Ctx, id: &LockId) {
             _ => break,
         }
     }
+    // Served as the keyspace is now: a change reported meanwhile (the grants' own writes
+    // included) needs no second pass from the pending timer.
+    with(|r| r.pending.retain(|p| p != id));
     arm_expiry(ctx, id);
 }
 
