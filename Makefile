@@ -56,7 +56,7 @@ test-node: build ## The Node library's tests (clients/node) once per server (SER
 	    echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; \
 	  fi; \
 	  echo "=== Node library tests on $$s: $$bin"; \
-	  (cd clients/node && SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} node --test test/*.test.js); \
+	  (cd clients/node && SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} node --test --test-timeout=120000 test/*.test.js); \
 	done
 
 test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
