@@ -1,5 +1,8 @@
 //! The fair lock on the in-memory store with a fake clock: seed 004's story step by step, then
 //! every branch of every command.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::*;
 use crate::core::memory::MemoryStore;

@@ -1,6 +1,9 @@
 //! One name, one kind, on the fake-clock store: a command of one kind on a name held as
 //! another is refused and writes nothing; a free name with a live fair waiter is the fair
 //! lock's; a parked writer makes new readers wait, but not re-entries.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::fair::{self, IfRefused};
 use super::memory::{MemoryStore, Value};

@@ -2,6 +2,9 @@
 //!
 //! It models just enough of Redis: typed values, absolute expiries checked lazily against the
 //! fake clock (as Redis does on access), and a log of published messages.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use std::collections::{BTreeMap, HashMap};
 

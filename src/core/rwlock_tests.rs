@@ -1,4 +1,7 @@
 //! Unit tests of the read-write lock on the fake-clock store, including seed 001's scenarios.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::*;
 use crate::core::memory::MemoryStore;

@@ -1,6 +1,9 @@
 //! Times and counts at the edge of the 64-bit range, on the fake-clock store: every deadline
 //! that would pass the largest expiry time is `InvalidExpire`, every count that would pass the
 //! range is `Overflow`, and either leaves the keyspace exactly as it was.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::fair::{self, IfRefused};
 use super::memory::{MemoryStore, Value};

@@ -1,4 +1,7 @@
 //! The mapping both ways, on calls built the way Redisson's sources build them.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::*;
 use crate::redisson::reverse::script_call;
