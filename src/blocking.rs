@@ -184,9 +184,11 @@ pub fn acquire(
 ) -> Result<Reply> {
     let writers = priority::writers_ahead(ctx, key, &req);
     let mut store = RedisStore::new(ctx, args);
-    let outcome = attempt_as(&mut store, key, owner, &req, writers).map_err(|e| e.in_command(req.command()))?;
+    let outcome = attempt_as(&mut store, key, owner, &req, writers).map_err(|e| e.in_command(req.command()));
     drop(store);
-    match (outcome, block) {
+    // A fair acquire may have purged or joined the queue of a lock others are parked on.
+    serve_now(ctx);
+    match (outcome?, block) {
         (Attempt::Granted(reply), _) => Ok(reply),
         (Attempt::Refused(reply), block) => {
             stats::REFUSED.inc();
@@ -204,7 +206,7 @@ mod paused;
 pub mod poll;
 mod timers;
 
-pub use changes::{any_parked, changed, on_key_gone, recheck_all};
+pub use changes::{any_parked, changed, on_key_gone, recheck_all, ServedBy};
 use changes::{unwatch_lock, watch_lock};
 pub use timers::on_timer;
 mod priority;
@@ -324,7 +326,11 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
 /// write command after its own effects, so a release hands the lock over at once.
 pub fn serve_now(ctx: &Ctx) {
     let db = ctx.selected_db();
+    // The usual case, nobody parked or nothing changed: one look at an empty list.
     let ready: Vec<LockId> = with(|r| {
+        if r.pending.is_empty() {
+            return Vec::new();
+        }
         let (mine, others): (Vec<_>, Vec<_>) = r.pending.drain(..).partition(|id| id.0 == db);
         r.pending = others;
         mine
@@ -391,7 +397,7 @@ fn serve(ctx: &Ctx, id: &LockId) {
 /// and releases that client. True if the client was answered.
 fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool {
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who);
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who).served_by_writer();
     // Served in arrival order: a parked reader ahead of a parked writer goes first.
     let outcome = attempt_for_waiter(&mut store, &id.1, req, Writers::None);
     drop(store);
@@ -460,16 +466,17 @@ fn expiry_of(ctx: &Ctx, id: &LockId) -> Option<i64> {
     at
 }
 
-/// Queues `id` to be served from a 0 ms timer.
-fn schedule(ctx: &Ctx, id: LockId) {
+/// Queues `id` to be served by `by`: from a 0 ms timer, or by the writer right after.
+fn queue(ctx: &Ctx, id: LockId, by: ServedBy) {
     let need_timer = with(|r| {
         if !r.pending.contains(&id) {
             r.pending.push(id);
         }
-        r.pending_timer.is_none()
+        by == ServedBy::Timer && r.pending_timer.is_none()
     })
     .unwrap_or(false);
     if need_timer {
+        stats::SERVE_TIMERS.inc();
         let t = ctx.create_timer(0, TimerData::Pending);
         with(|r| r.pending_timer = Some(t));
     }
@@ -480,7 +487,7 @@ pub fn on_flush(ctx: &Ctx) {
     stats::forget_all();
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
-        schedule(ctx, id);
+        queue(ctx, id, ServedBy::Timer);
     }
 }
 

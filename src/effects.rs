@@ -12,6 +12,7 @@ use std::ffi::CStr;
 use redis_module::raw;
 
 use crate::access::Need;
+use crate::blocking::ServedBy;
 use crate::caller::{Access, Who};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
@@ -44,6 +45,9 @@ pub struct RedisStore<'a> {
     access: Access,
     /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
     write: bool,
+    /// Who serves the parked clients of a lock this store writes: the module's commands (and a
+    /// grant in `serve`) serve right after their writes, its upkeep leaves it to a timer.
+    served_by: ServedBy,
 }
 
 impl<'a> RedisStore<'a> {
@@ -51,7 +55,7 @@ impl<'a> RedisStore<'a> {
     /// expiry during this command.
     #[inline]
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        RedisStore { access: Access::caller(), ..Self::at(ctx, args, Ctx::cached_ms()) }
+        RedisStore { access: Access::caller(), served_by: ServedBy::Writer, ..Self::at(ctx, args, Ctx::cached_ms()) }
     }
 
     /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
@@ -67,7 +71,15 @@ impl<'a> RedisStore<'a> {
             last_int: None,
             access: Access::module(),
             write: true,
+            served_by: ServedBy::Timer,
         }
+    }
+
+    /// For a writer that serves the locks it changes right after its writes (`serve`'s
+    /// grants): a change queues the lock without arming the pending timer.
+    pub fn served_by_writer(mut self) -> Self {
+        self.served_by = ServedBy::Writer;
+        self
     }
 
     /// Checks this store's writes against the ACL of the user a parked client ran as.
@@ -164,7 +176,7 @@ impl<'a> RedisStore<'a> {
             hold_index::on_write(self.db, name.bytes());
         }
         if crate::blocking::any_parked() {
-            crate::blocking::changed(&self.ctx, Some(self.db), name.bytes());
+            crate::blocking::changed(&self.ctx, Some(self.db), name.bytes(), self.served_by);
         }
         self.ctx.notify(class, event, name);
     }

@@ -54,6 +54,9 @@ pub static TIMEOUTS: Counter = Counter::new();
 pub static DISCONNECTS: Counter = Counter::new();
 /// Locks granted by the module whose lease ran out while still held.
 pub static EXPIRED_HELD: Counter = Counter::new();
+/// Times a change armed the 0 ms timer that serves locks with parked clients (a release by the
+/// module's own command serves in the command and arms none).
+pub static SERVE_TIMERS: Counter = Counter::new();
 /// Bytes the module has allocated and not freed (maintained by the allocator).
 pub static MEMORY: AtomicI64 = AtomicI64::new(0);
 
@@ -70,6 +73,7 @@ const ALL: &[&Counter] = &[
     &TIMEOUTS,
     &DISCONNECTS,
     &EXPIRED_HELD,
+    &SERVE_TIMERS,
 ];
 
 pub fn reset() {
@@ -95,6 +99,7 @@ pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
         ("block_timeouts", g(&TIMEOUTS)),
         ("block_disconnects", g(&DISCONNECTS)),
         ("expired_while_held", g(&EXPIRED_HELD)),
+        ("serve_timers", g(&SERVE_TIMERS)),
         ("memory_bytes", MEMORY.load(Relaxed)),
         ("indexed_read_holds", crate::hold_index::positions() as i64),
         ("watched_names", crate::watch::watched() as i64),

@@ -346,6 +346,62 @@ fn our_own_unlock_hands_over_within_the_command_for_every_kind() {
     }
 }
 
+/// A chain of hand-offs by our own unlocks, for each kind, arms no timer: the releasing
+/// command serves the lock itself (`serve_timers` counts the 0 ms timers armed to serve
+/// locks), while an expiry (an `expired` event, no place to write) still needs one.
+#[test]
+fn our_own_unlocks_hand_over_without_arming_a_timer_and_an_expiry_arms_one() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let timers = |c: &mut redis::Connection| -> i64 {
+        lockmod_info(c).get("serve_timers").and_then(|v| v.parse().ok()).expect("serve_timers")
+    };
+    let cases: [(&str, Vec<&str>, Vec<&str>); 3] = [
+        ("k", vec!["LOCK.ACQUIRE", "k", "OWNER", "60000"], vec!["LOCK.UNLOCK", "k", "OWNER", "60000"]),
+        ("rw", vec!["RWLOCK.WLOCK", "rw", "OWNER", "60000"], vec!["RWLOCK.UNLOCK", "rw", "OWNER", "WRITE", "60000"]),
+        ("f", vec!["FAIRLOCK.ACQUIRE", "f", "OWNER", "60000", "60000"], vec!["FAIRLOCK.UNLOCK", "f", "OWNER", "60000"]),
+    ];
+    let mut woken = 0;
+    for (key, take, release) in &cases {
+        let with_owner = |cmd: &[&str], owner: &str| -> Vec<String> {
+            cmd.iter().map(|a| if *a == "OWNER" { owner.to_string() } else { a.to_string() }).collect()
+        };
+        let as_strs = |v: &Vec<String>| v.iter().map(String::as_str).collect::<Vec<_>>().join(" ");
+        ok(&mut c, &with_owner(take, "o0").iter().map(String::as_str).collect::<Vec<_>>());
+        let before = timers(&mut c);
+        // Three parked clients, each handed the lock by the previous holder's unlock.
+        let waiters: Vec<_> = (1..=3)
+            .map(|i| {
+                let cmd = with_owner(take, &format!("o{i}"));
+                let w = park(&s, &cmd.iter().map(String::as_str).collect::<Vec<_>>());
+                wait_blocked(&mut c, i);
+                w
+            })
+            .collect();
+        for i in 0..3 {
+            let cmd = with_owner(release, &format!("o{i}"));
+            let reply = call(&mut c, &cmd.iter().map(String::as_str).collect::<Vec<_>>());
+            assert!(matches!(reply, Ok(Value::Int(1))), "{}: {reply:?}", as_strs(&cmd));
+        }
+        for w in waiters {
+            assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+        }
+        woken += 3;
+        assert_woken(&mut c, woken);
+        assert_eq!(timers(&mut c), before, "{key}: our own unlocks armed the serve timer");
+        ok(&mut c, &with_owner(release, "o3").iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    // The counter does count: a lease running out is seen through Redis' `expired` event,
+    // whose callback may not write, so its lock is served from the timer.
+    ok(&mut c, &["LOCK.ACQUIRE", "d", "a", "200"]);
+    let w = park(&s, &["LOCK.ACQUIRE", "d", "b", "60000"]);
+    wait_blocked(&mut c, 1);
+    let before = timers(&mut c);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_woken(&mut c, woken + 1);
+    assert!(timers(&mut c) > before, "an expiry must be served by the timer");
+}
+
 /// More locks with parked clients than the poll looks at per tick (it takes them round-robin,
 /// a bounded number per tick): a plain `DEL` of all of them still wakes every client, by a
 /// hand-off, none by its timeout.

@@ -1,11 +1,12 @@
 //! Changes to locks with parked clients, reported by name: the module's own writes, the
 //! command filter's hits and `EXEC`, `expired`/`evicted` events. Each queues the lock in
-//! `pending`, served at the end of the module's own command (`serve_now`) or from a 0 ms timer.
+//! `pending`, served by whoever made the change when it serves right after (the module's own
+//! commands end with `serve_now`; a grant is made by `serve` itself), else from a 0 ms timer.
 //! Changes by others that nothing reports are found by `super::poll`.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use super::{fair_waiters, schedule, with, LockId, Registry};
+use super::{fair_waiters, queue, with, LockId, Registry};
 use crate::ffi::Ctx;
 
 /// Remembers which databases a lock key has parked clients in, so a change reported by name
@@ -35,11 +36,23 @@ pub(super) fn unwatch_lock(r: &mut Registry, id: &LockId) {
     ANY_PARKED.store(!r.by_name.is_empty(), Relaxed);
 }
 
+/// Who serves a lock queued in `pending` by a change.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ServedBy {
+    /// The 0 ms pending timer: the change is a command of someone else, seen before it runs,
+    /// or a write by the module's own upkeep.
+    Timer,
+    /// The writer itself, right after its writes, in the same call: a module command ends with
+    /// `serve_now`, a grant is made by `serve`. No timer (Redis' timer costs more than the
+    /// rest of a hand-off's bookkeeping together).
+    Writer,
+}
+
 /// `name` changed (in `db`, or in a database the caller does not know): if it is a lock with
-/// parked clients, or the fair queue of one, serve that lock soon. Called for the module's
-/// own writes (a grant may follow in the same command: `serve_now`) and for commands of
-/// others the filter saw before they run (so the 0 ms timer serves the lock after them).
-pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8]) {
+/// parked clients, or the fair queue of one, queue that lock to be served by `by`. Called for
+/// the module's own writes and for commands of others the filter saw before they run (so the
+/// 0 ms timer serves the lock after them).
+pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8], by: ServedBy) {
     if !any_parked() {
         return;
     }
@@ -55,7 +68,7 @@ pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8]) {
     })
     .unwrap_or_default();
     for id in due {
-        schedule(ctx, id);
+        queue(ctx, id, by);
     }
 }
 
@@ -64,12 +77,12 @@ pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8]) {
 pub fn recheck_all(ctx: &Ctx) {
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
-        schedule(ctx, id);
+        queue(ctx, id, ServedBy::Timer);
     }
 }
 
 /// An `expired` or `evicted` event (the only keyspace events the module subscribes to): a
 /// parked lock that expired is served now rather than by its expiry timer.
 pub fn on_key_gone(ctx: &Ctx, key: &[u8]) {
-    changed(ctx, Some(ctx.selected_db()), key);
+    changed(ctx, Some(ctx.selected_db()), key, ServedBy::Timer);
 }

@@ -78,7 +78,9 @@ fn keep_alive(ctx: &Ctx, id: &LockId) {
     }
     let refs: Vec<(&[u8], i64)> = parked.iter().map(|(o, w)| (o.as_slice(), *w)).collect();
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    // Only deadlines move, ahead of now: nobody's turn changes, and the tick serves the lock
+    // right after anyway. No timer for that.
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).served_by_writer();
     // A queue or deadline key of another type: nothing to keep alive; the waiter's next
     // attempt answers it with the error.
     let _ = fair::keep_alive(&mut store, &id.1, &refs, AHEAD_MS);
@@ -152,7 +154,8 @@ pub fn cancel_now(ctx: &Ctx, id: &LockId, req: &Request, who: &Who) {
         return;
     }
     let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    // Served right below.
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).served_by_writer();
     // Another type under the queue: nothing of ours to remove.
     let _ = fair::cancel_many(&mut store, &id.1, &[(owner.as_slice(), *wait)]);
     drop(store);
@@ -173,8 +176,8 @@ pub fn run_cancels(ctx: &Ctx) {
             batch.into_iter().filter(|(_, _, who)| may_write_queue(ctx, &id, who)).map(|(o, w, _)| (o, w)).collect();
         let refs: Vec<(&[u8], i64)> = allowed.iter().map(|(owner, wait)| (owner.as_slice(), *wait)).collect();
         let args = Args::empty();
-        // Every waiter in `refs` was checked against its own user just above.
-        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+        // Every waiter in `refs` was checked against its own user just above. Served below.
+        let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).served_by_writer();
         // Another type under the queue: nothing of ours to remove.
         if !refs.is_empty() {
             let _ = fair::cancel_many(&mut store, &id.1, &refs);

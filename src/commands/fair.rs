@@ -68,9 +68,12 @@ pub fn fairlock_renew(ctx: &Ctx, args: &Args) -> Result {
     let lease = parse_ms(args.bytes(3), "lease", CMD)?;
     let mut store = RedisStore::new(ctx, args);
     let reply = fair::renew(&mut store, key, owner, lease).map_err(|e| e.in_command(CMD));
+    drop(store);
     if let Ok(Reply::Int(1)) = reply {
         stats::RENEWED.inc();
     }
+    // A new lease moves the expiry that parked clients wait for.
+    blocking::serve_now(ctx);
     reply
 }
 

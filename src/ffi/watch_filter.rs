@@ -57,7 +57,7 @@ pub(super) fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx, argc: c_in
 fn on_hit(name: &[u8]) {
     crate::hold_index::changed(name);
     if let Some(ctx) = super::events::module_ctx() {
-        crate::blocking::changed(&ctx, None, name);
+        crate::blocking::changed(&ctx, None, name, crate::blocking::ServedBy::Timer);
     }
 }
 

@@ -35,7 +35,11 @@ pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler)
         Ok(None) | Err(_) => return Outcome::Fallback,
     };
     let reply = match pre {
-        Pre::Done(reply) => reply,
+        // A renewal answered here moved leases parked clients may wait for.
+        Pre::Done(reply) => {
+            crate::blocking::serve_now(ctx);
+            reply
+        }
         Pre::Run(seen) => match handler(ctx, args) {
             Ok(reply) => convert(kind, &seen, reply),
             Err(_) => return Outcome::Fallback,
