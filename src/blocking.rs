@@ -281,7 +281,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
-    let fair = matches!(req, Request::Fair { .. });
+    let fair = matches!(req, Request::Fair { .. }).then(|| req.owner().to_vec());
     let waiter = Waiter { client, bc, req, who, since: Ctx::now_ms() };
     with(|r| {
         if !r.locks.contains_key(&id) {
@@ -291,8 +291,8 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     });
     arm_expiry(ctx, &id);
     poll::parked(ctx, &id);
-    if fair {
-        fair_waiters::parked(ctx, &id);
+    if let Some(owner) = fair {
+        fair_waiters::parked(ctx, &id, &owner);
     }
     Err(LockError::Blocked)
 }

@@ -93,9 +93,19 @@ fn arm_tick(ctx: &Ctx) {
     }
 }
 
-/// A fair waiter was just parked, inside its own command: its place is kept from now on.
-pub fn parked(ctx: &Ctx, id: &LockId) {
-    keep_alive(ctx, id);
+/// A fair waiter (`owner`) was just parked, inside its own command: its place is kept from
+/// now on. Only its own place can need it now (the tick keeps the others, and re-checks their
+/// users), so a place with its wait ahead costs one read, not a pass over the whole queue:
+/// parking N waiters stays O(N), not O(N^2).
+pub fn parked(ctx: &Ctx, id: &LockId, owner: &[u8]) {
+    let args = Args::empty();
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
+    // A queue or deadline key of another type: nothing to keep alive.
+    let due = fair::place_due(&mut store, &id.1, owner, AHEAD_MS).unwrap_or(false);
+    drop(store);
+    if due {
+        keep_alive(ctx, id);
+    }
     arm_tick(ctx);
 }
 

@@ -275,6 +275,15 @@ pub fn force_unlock<S: Store>(s: &mut S, key: &[u8]) -> Result<Reply> {
 ///
 /// One walk down the queue with a running shift, and one bulk write: this runs from a timer
 /// over queues of any length, and a stall here would outlast the very deadlines it keeps.
+/// Whether `owner`'s queue place needs [`keep_alive`] now: it is queued with a deadline
+/// closer than `ahead_ms`. One read: a waiter that just queued usually has its whole wait
+/// ahead, and the ones parked before it are kept by the tick.
+pub fn place_due<S: Store>(s: &mut S, key: &[u8], owner: &[u8], ahead_ms: i64) -> Result<bool> {
+    let k = keys(s, key)?;
+    let soon = s.now() as f64 + ahead_ms as f64;
+    Ok(s.zset_score(&k.deadlines, owner)?.is_some_and(|d| d < soon))
+}
+
 pub fn keep_alive<S: Store>(s: &mut S, key: &[u8], parked: &[(&[u8], i64)], ahead_ms: i64) -> Result<()> {
     let k = keys(s, key)?;
     let queue = s.list_all(&k.queue)?;

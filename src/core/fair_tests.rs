@@ -264,3 +264,14 @@ fn keep_alive_of_two_parked_waiters_moves_each_only_as_far_as_it_needs_in_queue_
     keep_alive(&mut s, b"fairLock", &[(b"b", 100), (b"a", 100)], 300).expect("keep alive");
     assert_eq!(zset(&mut s), before);
 }
+
+#[test]
+fn a_place_is_due_for_keep_alive_only_when_its_deadline_is_closer_than_ahead() {
+    let mut s = t1_holds_t3_t2_queue();
+    // t3's deadline: the lock's PTTL then plus its wait, 317 s from now.
+    assert!(!place_due(&mut s, b"fairLock", b"t3", 1_000).expect("read"));
+    assert!(place_due(&mut s, b"fairLock", b"t3", 400_000).expect("read"));
+    assert!(!place_due(&mut s, b"fairLock", b"nobody", 400_000).expect("read"), "not queued: nothing to keep");
+    s.advance(316_500);
+    assert!(place_due(&mut s, b"fairLock", b"t3", 1_000).expect("read"));
+}
