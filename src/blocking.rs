@@ -430,8 +430,11 @@ fn arm_expiry(ctx: &Ctx, id: &LockId) {
         poll::forget(ctx, id);
     }
     let expires_at = if waiting { expiry_of(ctx, id).or_else(|| priority::queue_expiry(ctx, id)) } else { None };
+    // A timer due no later than the lock's expiry is kept: when it fires early it serves the
+    // lock (refused) and re-arms for the expiry then. A hand-off moves the expiry at every
+    // grant; re-creating the timer each time would cost more than the rest of the hand-off.
     let stale = with(|r| match (r.expiry_timers.get(id), expires_at) {
-        (Some(&(_, at)), Some(want)) if at == want => None,
+        (Some(&(_, at)), Some(want)) if at <= want => None,
         _ => r.expiry_timers.remove(id).map(|(t, _)| t),
     })
     .flatten();
