@@ -87,3 +87,25 @@ fn a_dropped_parked_client_is_counted_and_memory_returns() {
     assert_eq!(after["blocked_now"], 0);
     assert!(after["memory_bytes"] <= before, "module memory grew from {before} to {}", after["memory_bytes"]);
 }
+
+/// Every field of `INFO lockmod` is described in docs/configuration.md ("INFO lockmod"), the
+/// Redisson per-command counters by their common prefix.
+#[test]
+fn every_info_field_is_documented() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let text: String = redis::cmd("INFO").arg("lockmod").query(&mut c).expect("INFO lockmod");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+    let docs = std::fs::read_to_string(&path).expect("docs/configuration.md");
+    let section = docs.split("## INFO lockmod").nth(1).and_then(|s| s.split("\n## ").next()).expect("section");
+    let fields: Vec<&str> = text.lines().filter_map(|l| l.split_once(':')).map(|(k, _)| k).collect();
+    assert!(fields.len() > 15, "{text}");
+    for f in fields {
+        let documented = if f.starts_with("lockmod_redisson_") {
+            section.contains("`lockmod_redisson_*`")
+        } else {
+            section.contains(&format!("`{f}`"))
+        };
+        assert!(documented, "{f} is not described in docs/configuration.md, section INFO lockmod");
+    }
+}
