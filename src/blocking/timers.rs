@@ -3,8 +3,24 @@
 //! ([`paused::gate`]) and leaves its work waiting while the server forbids writes.
 
 use super::paused::{self, Gate};
-use super::{fair_waiters, poll, serve, with, LockId, TimerData};
+use super::{fair_waiters, poll, serve, with, LockId};
 use crate::ffi::Ctx;
+
+/// Why a timer was armed.
+pub enum TimerData {
+    /// Serve every lock in `pending`.
+    Pending,
+    /// The lease of a lock with parked clients runs out now.
+    Expiry { db: i32, key: Vec<u8> },
+    /// Keep parked fair waiters' queue places alive, and serve their locks.
+    FairTick,
+    /// Take fair waiters that gave up out of their queues.
+    FairCancels,
+    /// Look for changes by others to locks with parked clients (`poll`).
+    Poll,
+    /// Writes were paused: run what waited, if they may run now (`paused`).
+    Resume,
+}
 
 /// A timer armed with `data` fired.
 pub fn on_timer(ctx: &Ctx, data: TimerData) {
