@@ -50,17 +50,17 @@ mod timers;
 mod waiters;
 
 pub use crate::core::rwlock::Writers;
-pub use callbacks::{on_demoted, on_disconnect, on_flush, on_timeout, DEMOTED};
-pub use changes::{any_parked, changed, on_key_gone, recheck_all, ServedBy};
+pub use callbacks::{register, DEMOTED};
+pub use changes::{any_parked, changed, ServedBy};
 pub use registry::{parked_now, parked_on};
 pub use request::{attempt, Attempt, Request};
 pub use serve::{park, serve_now};
-pub use timers::{on_timer, TimerData};
 
 // For the submodules, which name these as `super::...`.
 use registry::{with, LockId, Registry, Waiter};
 use request::attempt_as;
 use serve::{queue, serve};
+use timers::{TimerData, TimerId};
 use waiters::Waiters;
 
 /// An acquire command: granted now if it can be, else parked when `block` is given (the

@@ -1,20 +1,54 @@
-//! The ways out of parking other than a grant, and the server events that touch every parked
-//! client: a client's time running out, a disconnect (or `CLIENT UNBLOCK`), FLUSHALL/SWAPDB,
-//! and this server becoming a replica.
+//! What Redis calls the wake-up path for, and its registration: the ways out of parking other
+//! than a grant (a client's time running out, a disconnect or `CLIENT UNBLOCK`), and the
+//! events that touch every parked client (FLUSHALL/SWAPDB, this server becoming a replica).
+//!
+//! The callbacks are this module's own: [`register`] (at load) and [`Parked`] (named when a
+//! client parks) hand them to the thin wrappers under `crate::ffi`, which call them without
+//! knowing this module, so the wake-up path has no import cycle with ffi.
 
 use crate::core::Reply;
 use crate::effects::RedisStore;
+use crate::ffi::blocked::BlockCallbacks;
+use crate::ffi::wake_ups::{self, WakeUps};
 use crate::ffi::{Args, Ctx};
 use crate::stats;
 
+use super::changes::{changed, on_key_gone, recheck_all};
+use super::registry::parked_now;
 use super::registry::{with, LockId};
 use super::request::{attempt_for_waiter, Attempt};
 use super::serve::{arm_expiry, queue};
 use super::waiters::{self, Waiters};
 use super::{fair_waiters, paused, priority, ServedBy};
 
+/// Hands the wake-up path's entry points to the event, filter and INFO callbacks. Called at
+/// load, before any of them can run.
+pub fn register() {
+    wake_ups::register(WakeUps {
+        key_gone: on_key_gone,
+        flushed: on_flush,
+        demoted: on_demoted,
+        name_changed: |ctx, name| changed(ctx, None, name, ServedBy::Timer),
+        recheck_all,
+        parked_now,
+    });
+}
+
+/// What a parked client's timeout and disconnect do (`Ctx::block_client::<Parked>`).
+pub struct Parked;
+
+impl BlockCallbacks for Parked {
+    fn on_timeout(ctx: &Ctx) -> Reply {
+        on_timeout(ctx)
+    }
+
+    fn on_disconnect(ctx: &Ctx, bc: usize) {
+        on_disconnect(ctx, bc)
+    }
+}
+
 /// FLUSHALL / FLUSHDB deleted locks without per-key events: serve every lock.
-pub fn on_flush(ctx: &Ctx) {
+fn on_flush(ctx: &Ctx) {
     stats::forget_all();
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
@@ -25,7 +59,7 @@ pub fn on_flush(ctx: &Ctx) {
 /// A parked client's time ran out: reply what the non-blocking command replies now (which
 /// may be a grant, if the lock came free this very moment). While the module may not write,
 /// the refusal computed by reads alone (`paused::refusal`).
-pub fn on_timeout(ctx: &Ctx) -> Reply {
+fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
     let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
@@ -64,7 +98,7 @@ pub fn on_timeout(ctx: &Ctx) -> Reply {
 }
 
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
-pub fn on_disconnect(ctx: &Ctx, bc: usize) {
+fn on_disconnect(ctx: &Ctx, bc: usize) {
     // Found through the index in O(log n): a pool of thousands disconnecting at once must not
     // search every queue for each client.
     if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
@@ -82,7 +116,7 @@ pub const DEMOTED: &str =
 
 /// This server became a replica: no lock may be granted here any more, so every parked client
 /// gets an error at once (it retries on the new primary) instead of waiting forever.
-pub fn on_demoted(ctx: &Ctx) {
+fn on_demoted(ctx: &Ctx) {
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
         while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {

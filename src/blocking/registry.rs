@@ -6,11 +6,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::caller::Who;
-use crate::ffi::events::{BlockedClient, TimerId};
+use crate::ffi::blocked::BlockedClient;
 use crate::ffi::Ctx;
 
 use super::waiters::Waiters;
-use super::Request;
+use super::{Request, TimerId};
 
 /// A lock: its database and key.
 pub(super) type LockId = (i32, Vec<u8>);

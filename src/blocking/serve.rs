@@ -12,7 +12,7 @@ use crate::stats;
 use super::changes::{unwatch_lock, watch_lock};
 use super::registry::{with, LockId, Waiter};
 use super::request::{attempt_for_waiter, Attempt, Request};
-use super::{fair_waiters, paused, poll, priority, ServedBy, TimerData, Writers};
+use super::{callbacks, fair_waiters, paused, poll, priority, ServedBy, TimerData, Writers};
 
 /// Parks the client until `req` is granted on `key`, for up to `block_ms` (0 = no limit).
 /// Returns `refused` unchanged where the client cannot block (MULTI, scripts).
@@ -23,7 +23,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     }
     crate::ffi::events::watch_keyspace(ctx);
     let who = Access::caller().who(ctx);
-    let Some(bc) = ctx.block_client(priority::block_limit(block_ms)) else { return Ok(refused) };
+    let Some(bc) = ctx.block_client::<callbacks::Parked>(priority::block_limit(block_ms)) else { return Ok(refused) };
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();

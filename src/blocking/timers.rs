@@ -3,8 +3,14 @@
 //! ([`paused::gate`]) and leaves its work waiting while the server forbids writes.
 
 use super::paused::{self, Gate};
+use std::ffi::CStr;
+
 use super::{fair_waiters, poll, serve, with, LockId};
+use crate::ffi::timers::Timer;
 use crate::ffi::Ctx;
+
+/// A timer of the wake-up path, as `Ctx::create_timer` returns it.
+pub type TimerId = crate::ffi::timers::TimerId<TimerData>;
 
 /// Why a timer was armed.
 pub enum TimerData {
@@ -22,8 +28,23 @@ pub enum TimerData {
     Resume,
 }
 
+impl Timer for TimerData {
+    fn latency_event(&self) -> &'static CStr {
+        match self {
+            TimerData::FairCancels => c"lockmod-fair-cancels",
+            TimerData::FairTick => c"lockmod-fair-tick",
+            TimerData::Poll => c"lockmod-poll",
+            _ => c"lockmod-timer",
+        }
+    }
+
+    fn fire(self, ctx: &Ctx) {
+        on_timer(ctx, self);
+    }
+}
+
 /// A timer armed with `data` fired.
-pub fn on_timer(ctx: &Ctx, data: TimerData) {
+fn on_timer(ctx: &Ctx, data: TimerData) {
     // The timer fired: forget it. A lock whose lease ended joins `pending`, where it waits if
     // the module may not write now.
     match &data {
