@@ -14,8 +14,7 @@ use crate::ffi::{Args, Ctx};
 use crate::stats;
 
 use super::changes::{changed, on_key_gone, recheck_all};
-use super::registry::parked_now;
-use super::registry::{with, LockId};
+use super::registry::{parked_now, with, LockId};
 use super::request::{attempt_for_waiter, Attempt};
 use super::serve::{arm_expiry, queue};
 use super::waiters::{self, Waiters};
