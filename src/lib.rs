@@ -101,6 +101,8 @@ mod module {
         crate::watch::reset();
         crate::stats::forget_all();
         crate::blocking::poll::reload();
+        // The wake-up path's entry points, for the event, filter and INFO callbacks below.
+        crate::blocking::register();
         if !ffi::events::subscribe(ctx) {
             ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
             return Status::Err;

@@ -25,8 +25,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
-use super::{serve, with, LockId, TimerData};
-use crate::ffi::events::TimerId;
+use super::{serve, with, LockId, TimerData, TimerId};
 use crate::ffi::{Ctx, KeyKind};
 
 /// How often parked locks are looked at: "within milliseconds" for a fifth of a 1 ms tick's

@@ -3,11 +3,48 @@
 //! ([`paused::gate`]) and leaves its work waiting while the server forbids writes.
 
 use super::paused::{self, Gate};
-use super::{fair_waiters, poll, serve, with, LockId, TimerData};
+use std::ffi::CStr;
+
+use super::{fair_waiters, poll, serve, with, LockId};
+use crate::ffi::timers::Timer;
 use crate::ffi::Ctx;
 
+/// A timer of the wake-up path, as `Ctx::create_timer` returns it.
+pub type TimerId = crate::ffi::timers::TimerId<TimerData>;
+
+/// Why a timer was armed.
+pub enum TimerData {
+    /// Serve every lock in `pending`.
+    Pending,
+    /// The lease of a lock with parked clients runs out now.
+    Expiry { db: i32, key: Vec<u8> },
+    /// Keep parked fair waiters' queue places alive, and serve their locks.
+    FairTick,
+    /// Take fair waiters that gave up out of their queues.
+    FairCancels,
+    /// Look for changes by others to locks with parked clients (`poll`).
+    Poll,
+    /// Writes were paused: run what waited, if they may run now (`paused`).
+    Resume,
+}
+
+impl Timer for TimerData {
+    fn latency_event(&self) -> &'static CStr {
+        match self {
+            TimerData::FairCancels => c"lockmod-fair-cancels",
+            TimerData::FairTick => c"lockmod-fair-tick",
+            TimerData::Poll => c"lockmod-poll",
+            _ => c"lockmod-timer",
+        }
+    }
+
+    fn fire(self, ctx: &Ctx) {
+        on_timer(ctx, self);
+    }
+}
+
 /// A timer armed with `data` fired.
-pub fn on_timer(ctx: &Ctx, data: TimerData) {
+fn on_timer(ctx: &Ctx, data: TimerData) {
     // The timer fired: forget it. A lock whose lease ended joins `pending`, where it waits if
     // the module may not write now.
     match &data {

@@ -120,7 +120,7 @@ pub fn take_by_client(locks: &mut HashMap<LockId, Waiters>, client: u64) -> Opti
 mod tests {
     use super::*;
     use crate::blocking::Request;
-    use crate::ffi::events::BlockedClient;
+    use crate::ffi::blocked::BlockedClient;
 
     fn indexed() -> usize {
         INDEX.with(|i| i.borrow().by_handle.len())

@@ -1,11 +1,12 @@
-//! The context: the server's clock and flags, opening keys, notifications and publishing.
+//! The context: the server's clock and flags, the client and its database, opening keys,
+//! notifications and publishing.
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{Key, RStr, RawCtx, StrRef, READ, WRITE};
+use super::{Key, RStr, RawCtx, StrRef, OK, READ, WRITE};
 
 /// A command's (or callback's) context.
 #[derive(Clone, Copy)]
@@ -37,6 +38,21 @@ impl Ctx {
     pub fn flags(&self) -> u64 {
         // SAFETY: `self.0` is a live context.
         unsafe { api!(RedisModule_GetContextFlags)(self.0) as u64 }
+    }
+
+    pub fn client_id(&self) -> u64 {
+        // SAFETY: live context.
+        unsafe { api!(RedisModule_GetClientId)(self.0) }
+    }
+
+    pub fn selected_db(&self) -> i32 {
+        // SAFETY: live context.
+        unsafe { api!(RedisModule_GetSelectedDb)(self.0) }
+    }
+
+    pub fn select_db(&self, db: i32) -> bool {
+        // SAFETY: live context; Redis validates the id.
+        unsafe { api!(RedisModule_SelectDb)(self.0, db) == OK }
     }
 
     /// Opens `name` for reading and writing (or reading only). The key is closed on drop, and

@@ -49,6 +49,7 @@ mod replicate;
 mod reply;
 
 pub mod acl;
+pub mod blocked;
 pub mod config;
 pub mod events;
 pub mod filter;
@@ -60,6 +61,8 @@ pub mod metadata;
 pub mod modified;
 pub mod pause;
 pub mod server;
+pub mod timers;
+pub mod wake_ups;
 mod watch_filter;
 
 pub(crate) use api::api_missing;

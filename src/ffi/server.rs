@@ -55,7 +55,7 @@ pub fn register(ctx: &redis_module::Context) -> bool {
 }
 
 extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let fields = catch_unwind(|| stats::info_fields(crate::blocking::parked_now() as u64));
+    let fields = catch_unwind(|| stats::info_fields(super::wake_ups::parked_now() as u64));
     let Ok(fields) = fields else { return };
     // A section named after the module: `INFO lockmod`.
     if raw::add_info_section(ctx, None) != raw::Status::Ok {

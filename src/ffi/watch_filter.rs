@@ -57,7 +57,7 @@ pub(super) fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx, argc: c_in
 fn on_hit(name: &[u8]) {
     crate::hold_index::changed(name);
     if let Some(ctx) = super::events::module_ctx() {
-        crate::blocking::changed(&ctx, None, name, crate::blocking::ServedBy::Timer);
+        super::wake_ups::name_changed(&ctx, name);
     }
 }
 
@@ -66,6 +66,6 @@ fn on_hit(name: &[u8]) {
 pub(super) fn on_exec() {
     crate::hold_index::clear();
     if let Some(ctx) = super::events::module_ctx() {
-        crate::blocking::recheck_all(&ctx);
+        super::wake_ups::recheck_all(&ctx);
     }
 }

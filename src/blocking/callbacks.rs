@@ -1,0 +1,127 @@
+//! What Redis calls the wake-up path for, and its registration: the ways out of parking other
+//! than a grant (a client's time running out, a disconnect or `CLIENT UNBLOCK`), and the
+//! events that touch every parked client (FLUSHALL/SWAPDB, this server becoming a replica).
+//!
+//! The callbacks are this module's own: [`register`] (at load) and [`Parked`] (named when a
+//! client parks) hand them to the thin wrappers under `crate::ffi`, which call them without
+//! knowing this module, so the wake-up path has no import cycle with ffi.
+
+use crate::core::Reply;
+use crate::effects::RedisStore;
+use crate::ffi::blocked::BlockCallbacks;
+use crate::ffi::wake_ups::{self, WakeUps};
+use crate::ffi::{Args, Ctx};
+use crate::stats;
+
+use super::changes::{changed, on_key_gone, recheck_all};
+use super::registry::{parked_now, with, LockId};
+use super::request::{attempt_for_waiter, Attempt};
+use super::serve::{arm_expiry, queue};
+use super::waiters::{self, Waiters};
+use super::{fair_waiters, paused, priority, ServedBy};
+
+/// Hands the wake-up path's entry points to the event, filter and INFO callbacks. Called at
+/// load, before any of them can run.
+pub fn register() {
+    wake_ups::register(WakeUps {
+        key_gone: on_key_gone,
+        flushed: on_flush,
+        demoted: on_demoted,
+        name_changed: |ctx, name| changed(ctx, None, name, ServedBy::Timer),
+        recheck_all,
+        parked_now,
+    });
+}
+
+/// What a parked client's timeout and disconnect do (`Ctx::block_client::<Parked>`).
+pub struct Parked;
+
+impl BlockCallbacks for Parked {
+    fn on_timeout(ctx: &Ctx) -> Reply {
+        on_timeout(ctx)
+    }
+
+    fn on_disconnect(ctx: &Ctx, bc: usize) {
+        on_disconnect(ctx, bc)
+    }
+}
+
+/// FLUSHALL / FLUSHDB deleted locks without per-key events: serve every lock.
+fn on_flush(ctx: &Ctx) {
+    stats::forget_all();
+    let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
+    for id in all {
+        queue(ctx, id, ServedBy::Timer);
+    }
+}
+
+/// A parked client's time ran out: reply what the non-blocking command replies now (which
+/// may be a grant, if the lock came free this very moment). While the module may not write,
+/// the refusal computed by reads alone (`paused::refusal`).
+fn on_timeout(ctx: &Ctx) -> Reply {
+    let client = ctx.client_id();
+    let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
+    stats::TIMEOUTS.inc();
+    let writers = priority::writers_at_timeout(&id, &w.req);
+    let args = Args::empty();
+    // The waiter's user is checked on both paths: a refusal replies the lock's TTL too, which
+    // its user may no longer read.
+    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&w.who);
+    let open = paused::gate(ctx) == paused::Gate::Open;
+    let (reply, granted) = if open {
+        match attempt_for_waiter(&mut store, &id.1, &w.req, writers) {
+            Ok(Attempt::Granted(r)) => (r, true),
+            Ok(Attempt::Refused(r)) => (r, false),
+            Err(e) => (Reply::Error(e.to_string()), false),
+        }
+    } else {
+        match crate::core::permit(&mut store, || vec![crate::access::lock(&id.1)]) {
+            Ok(()) => (paused::refusal(ctx, &id.1, &w.req), false),
+            Err(e) => (Reply::Error(e.to_string()), false),
+        }
+    };
+    drop(store);
+    if !granted {
+        // The client reads its timeout reply right after this callback: its queue place must
+        // be gone by then (a reader of the queue would otherwise still see it), so the cancel
+        // runs here when the module may write, and from the cancel timer only in a pause.
+        if open {
+            fair_waiters::cancel_now(ctx, &id, &w.req, &w.who);
+        } else {
+            fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
+        }
+    }
+    w.bc.unblock(None);
+    arm_expiry(ctx, &id);
+    reply
+}
+
+/// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
+fn on_disconnect(ctx: &Ctx, bc: usize) {
+    // Found through the index in O(log n): a pool of thousands disconnecting at once must not
+    // search every queue for each client.
+    if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
+        stats::DISCONNECTS.inc();
+        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
+        w.bc.unblock(None);
+        arm_expiry(ctx, &id);
+    }
+}
+
+/// The error a parked client gets when its server stops being a primary: Redis's own text for
+/// clients it unblocks on a role change, so clients handle both alike.
+pub const DEMOTED: &str =
+    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+
+/// This server became a replica: no lock may be granted here any more, so every parked client
+/// gets an error at once (it retries on the new primary) instead of waiting forever.
+fn on_demoted(ctx: &Ctx) {
+    let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
+    for id in all {
+        while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {
+            stats::DISCONNECTS.inc();
+            w.bc.unblock(Some(Reply::Error(DEMOTED.into())));
+        }
+        arm_expiry(ctx, &id);
+    }
+}

@@ -1,0 +1,74 @@
+//! The registry of parked clients: per lock, its waiters in arrival order, and the timers
+//! armed for them. One thread-local, borrowed only through [`with`], never across a Redis
+//! call that can call back into the module.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use crate::caller::Who;
+use crate::ffi::blocked::BlockedClient;
+use crate::ffi::Ctx;
+
+use super::waiters::Waiters;
+use super::{Request, TimerId};
+
+/// A lock: its database and key.
+pub(super) type LockId = (i32, Vec<u8>);
+
+pub(super) struct Waiter {
+    pub(super) client: u64,
+    pub(super) bc: BlockedClient,
+    pub(super) req: Request,
+    /// The user it ran as: its grant is checked against that user's ACL.
+    pub(super) who: Who,
+    /// When it parked (ms), for `LOCK.INFO`.
+    pub(super) since: i64,
+}
+
+#[derive(Default)]
+pub(super) struct Registry {
+    pub(super) locks: HashMap<LockId, Waiters>,
+    /// Lock key -> the databases where it has parked clients: resolves a name the command
+    /// filter saw (it does not know the database) or the store wrote.
+    pub(super) by_name: HashMap<Vec<u8>, Vec<i32>>,
+    pub(super) pending: Vec<LockId>,
+    pub(super) pending_timer: Option<TimerId>,
+    pub(super) expiry_timers: HashMap<LockId, (TimerId, i64)>,
+    pub(super) fair_tick: Option<TimerId>,
+}
+
+thread_local! {
+    // Redis runs every module callback on its main thread.
+    static REGISTRY: RefCell<Registry> = RefCell::default();
+}
+
+/// Runs `f` on the registry. Never re-entered: no Redis call that can call back into this
+/// module (a write, a timer) is made while the registry is borrowed.
+pub(super) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
+    REGISTRY.with(|r| r.try_borrow_mut().ok().map(|mut g| f(&mut g)))
+}
+
+/// Number of clients parked now.
+pub fn parked_now() -> usize {
+    with(|r| r.locks.values().map(Waiters::len).sum()).unwrap_or(0)
+}
+
+/// The first `limit` clients parked on `key` in `db`, in arrival order, and how many there
+/// are, for `LOCK.INFO`.
+pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::Parked>, usize) {
+    let now = Ctx::now_ms();
+    let id = (db, key.to_vec());
+    let list = |w: &Waiter| {
+        let request = match &w.req {
+            Request::Lock { .. } => "lock",
+            Request::Read { .. } => "read",
+            Request::Write { .. } => "write",
+            Request::Fair { .. } => "fair",
+        };
+        let owner = w.req.owner().to_vec();
+        crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
+    };
+    with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
+        .flatten()
+        .unwrap_or_default()
+}

@@ -1,0 +1,149 @@
+//! What a client asks for and one try at it: [`Request`] (enough to retry the same acquire)
+//! and [`attempt`], the exact code path of the non-blocking command, run alike by the command
+//! itself, a parked client's retry and a timeout, so a grant from a wake-up is the grant the
+//! command would have made.
+
+use crate::core::reentrant::{self, Acquired};
+use crate::core::{fair, fencing, rwlock};
+use crate::core::{Reply, Result};
+use crate::effects::RedisStore;
+use crate::stats;
+
+use super::Writers;
+
+/// What a parked client asked for: enough to retry the same acquire.
+/// A command builds it around its own owner argument (`Request<&[u8]>`, no copy); a client
+/// that parks keeps an owned one (`Request`, the default).
+#[derive(Clone, Debug)]
+pub enum Request<O = Vec<u8>> {
+    /// `LOCK.ACQUIRE`, fenced with `TOKEN`.
+    Lock { owner: O, lease: i64, token: bool },
+    /// `RWLOCK.RLOCK`.
+    Read { owner: O, lease: i64 },
+    /// `RWLOCK.WLOCK`, fenced with `TOKEN`.
+    Write { owner: O, lease: i64, token: bool },
+    /// `FAIRLOCK.ACQUIRE`, fenced with `TOKEN`.
+    Fair { owner: O, lease: i64, wait: i64, noqueue: bool, token: bool },
+}
+
+/// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
+/// reply the non-blocking command would give now).
+pub enum Attempt {
+    Granted(Reply),
+    Refused(Reply),
+}
+
+impl<O: AsRef<[u8]>> Request<O> {
+    /// The request with its own copy of the owner, to outlive the command.
+    pub fn to_owned(&self) -> Request {
+        let owner = self.owner().to_vec();
+        match *self {
+            Request::Lock { lease, token, .. } => Request::Lock { owner, lease, token },
+            Request::Read { lease, .. } => Request::Read { owner, lease },
+            Request::Write { lease, token, .. } => Request::Write { owner, lease, token },
+            Request::Fair { lease, wait, noqueue, token, .. } => Request::Fair { owner, lease, wait, noqueue, token },
+        }
+    }
+
+    /// The lease asked for (ms).
+    pub fn lease(&self) -> i64 {
+        match self {
+            Request::Lock { lease, .. }
+            | Request::Read { lease, .. }
+            | Request::Write { lease, .. }
+            | Request::Fair { lease, .. } => *lease,
+        }
+    }
+
+    /// The command that asked, lowercase as Redis names it in errors.
+    pub fn command(&self) -> &'static str {
+        match self {
+            Request::Lock { .. } => "lock.acquire",
+            Request::Read { .. } => "rwlock.rlock",
+            Request::Write { .. } => "rwlock.wlock",
+            Request::Fair { .. } => "fairlock.acquire",
+        }
+    }
+
+    pub fn owner(&self) -> &[u8] {
+        match self {
+            Request::Lock { owner, .. }
+            | Request::Read { owner, .. }
+            | Request::Write { owner, .. }
+            | Request::Fair { owner, .. } => owner.as_ref(),
+        }
+    }
+}
+
+/// Runs the acquire of `req` on `key`: the exact code path of the non-blocking command, for
+/// the command itself, a parked client's retry and a timeout alike. Counts grants. `writers`:
+/// whether a parked writer makes a new reader wait (see `priority`).
+pub fn attempt<O: AsRef<[u8]>>(
+    store: &mut RedisStore,
+    key: &[u8],
+    req: &Request<O>,
+    writers: Writers,
+) -> Result<Attempt> {
+    attempt_as(store, key, req.owner(), req, writers).map_err(|e| e.in_command(req.command()))
+}
+
+/// [`attempt`] for a parked client, on a store acting for its user (`for_waiter`): Redis
+/// checked the lock key when the client parked, but its user may have lost it since (or been
+/// deleted), so the key is checked again, with everything the acquire touches, before any
+/// write.
+pub(super) fn attempt_for_waiter(
+    store: &mut RedisStore,
+    key: &[u8],
+    req: &Request,
+    writers: Writers,
+) -> Result<Attempt> {
+    crate::core::permit(store, || vec![crate::access::lock(key)])?;
+    attempt(store, key, req, writers)
+}
+
+/// [`attempt`] with `req`'s owner given as `owner` (the same bytes): the command passes its
+/// own argument, which the store recognises and hands to Redis without copying it.
+pub(super) fn attempt_as<O: AsRef<[u8]>>(
+    store: &mut RedisStore,
+    key: &[u8],
+    owner: &[u8],
+    req: &Request<O>,
+    writers: Writers,
+) -> Result<Attempt> {
+    debug_assert_eq!(owner, req.owner());
+    let token = match req {
+        Request::Lock { token, .. } | Request::Write { token, .. } | Request::Fair { token, .. } => *token,
+        Request::Read { .. } => false,
+    };
+    let grant = |store: &mut RedisStore| match req {
+        Request::Lock { lease, .. } => reentrant::acquire(store, key, owner, *lease),
+        Request::Read { lease, .. } => rwlock::read_lock(store, key, owner, *lease, writers),
+        Request::Write { lease, .. } => rwlock::write_lock(store, key, owner, *lease),
+        Request::Fair { lease, wait, noqueue, .. } => {
+            let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
+            fair::acquire(store, key, owner, *lease, *wait, if_refused)
+        }
+    };
+    let (outcome, reply) = if token {
+        fencing::fenced(store, key, grant)?
+    } else {
+        let outcome = grant(store)?;
+        (outcome, outcome.reply())
+    };
+    Ok(match outcome {
+        Acquired::Refused(_) => Attempt::Refused(reply),
+        Acquired::New => {
+            stats::ACQUIRED.inc();
+            let now = crate::core::Store::now(store);
+            // Its expiry, were it to come first, is counted by an `expired` event.
+            crate::ffi::events::watch_keyspace(store.ctx());
+            stats::granted(store.db(), key, now.saturating_add(req.lease()), now);
+            Attempt::Granted(reply)
+        }
+        Acquired::Reentered => {
+            stats::ACQUIRED.inc();
+            stats::REENTRIES.inc();
+            Attempt::Granted(reply)
+        }
+    })
+}
