@@ -23,7 +23,9 @@
 //! `super::timers`), and each grant is checked against the parked client's own user.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use super::registry::Map;
 
 use super::{serve, with, LockId, TimerData, TimerId};
 use crate::ffi::{Ctx, KeyKind};
@@ -43,7 +45,7 @@ type Sig = (KeyKind, usize, Option<i64>, usize);
 struct Poll {
     timer: Option<TimerId>,
     /// Each polled lock: its signature, and the generation of its entry in `order`.
-    sigs: HashMap<LockId, (Sig, u64)>,
+    sigs: Map<LockId, (Sig, u64)>,
     /// The round-robin order; an entry whose generation is not its lock's current one (the
     /// lock was forgotten, and perhaps polled again since) is dropped when reached.
     order: VecDeque<(LockId, u64)>,

@@ -3,7 +3,6 @@
 //! call that can call back into the module.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use crate::caller::Who;
 use crate::ffi::blocked::BlockedClient;
@@ -11,6 +10,11 @@ use crate::ffi::Ctx;
 
 use super::waiters::Waiters;
 use super::{Request, TimerId};
+
+/// The registry's hash maps. Every hand-off looks locks up by name several times (waiters,
+/// parked names, expiry timers, the poll's signatures): foldhash, seeded per process, costs a
+/// fraction of the standard SipHash on these short keys.
+pub(super) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A lock: its database and key.
 pub(super) type LockId = (i32, Vec<u8>);
@@ -27,13 +31,13 @@ pub(super) struct Waiter {
 
 #[derive(Default)]
 pub(super) struct Registry {
-    pub(super) locks: HashMap<LockId, Waiters>,
+    pub(super) locks: Map<LockId, Waiters>,
     /// Lock key -> the databases where it has parked clients: resolves a name the command
     /// filter saw (it does not know the database) or the store wrote.
-    pub(super) by_name: HashMap<Vec<u8>, Vec<i32>>,
+    pub(super) by_name: Map<Vec<u8>, Vec<i32>>,
     pub(super) pending: Vec<LockId>,
     pub(super) pending_timer: Option<TimerId>,
-    pub(super) expiry_timers: HashMap<LockId, (TimerId, i64)>,
+    pub(super) expiry_timers: Map<LockId, (TimerId, i64)>,
     pub(super) fair_tick: Option<TimerId>,
 }
 

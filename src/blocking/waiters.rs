@@ -12,8 +12,9 @@
 //! two never disagree whoever removes a waiter (a grant, a timeout, a disconnect, a demotion).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+use super::registry::Map;
 use super::{LockId, Waiter};
 
 /// The parked clients of one lock, first parked first.
@@ -30,8 +31,8 @@ struct Place {
 
 #[derive(Default)]
 struct Index {
-    by_handle: HashMap<usize, Place>,
-    by_client: HashMap<u64, usize>,
+    by_handle: Map<usize, Place>,
+    by_client: Map<u64, usize>,
 }
 
 thread_local! {
@@ -104,14 +105,14 @@ impl Waiters {
 }
 
 /// Removes the parked client whose blocked-client handle is `bc` from its lock's waiters.
-pub fn take_by_handle(locks: &mut HashMap<LockId, Waiters>, bc: usize) -> Option<(LockId, Waiter)> {
+pub fn take_by_handle(locks: &mut Map<LockId, Waiters>, bc: usize) -> Option<(LockId, Waiter)> {
     let (lock, seq) = INDEX.with(|i| i.borrow().by_handle.get(&bc).map(|p| (p.lock.clone(), p.seq)))?;
     let w = locks.get_mut(&lock)?.remove_seq(seq)?;
     Some((lock, w))
 }
 
 /// Removes the parked client with id `client` from its lock's waiters.
-pub fn take_by_client(locks: &mut HashMap<LockId, Waiters>, client: u64) -> Option<(LockId, Waiter)> {
+pub fn take_by_client(locks: &mut Map<LockId, Waiters>, client: u64) -> Option<(LockId, Waiter)> {
     let bc = INDEX.with(|i| i.borrow().by_client.get(&client).copied())?;
     take_by_handle(locks, bc)
 }
@@ -139,7 +140,7 @@ mod tests {
     fn waiters_leave_by_handle_client_index_or_front_and_the_index_follows() {
         let a: LockId = (0, b"a".to_vec());
         let b: LockId = (1, b"b".to_vec());
-        let mut locks: HashMap<LockId, Waiters> = HashMap::new();
+        let mut locks: Map<LockId, Waiters> = Map::default();
         for n in 1..=5 {
             locks.entry(a.clone()).or_default().push_back(&a, waiter(n));
         }
