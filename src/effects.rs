@@ -16,6 +16,7 @@ use crate::blocking::ServedBy;
 use crate::caller::{Access, Who};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
+use crate::ffi::shared::{shared, shared_int};
 use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};
 use crate::hold_index;
 
@@ -29,6 +30,11 @@ const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
 const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
 const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
+
+/// `PXAT`, a replicated argument of every read hold's `SET`.
+fn pxat() -> Arg<'static> {
+    shared(b"PXAT").map_or(Arg::B(b"PXAT"), Arg::S)
+}
 
 /// The keyspace seen by one command: keys opened once and kept open until the command ends.
 pub struct RedisStore<'a> {
@@ -113,7 +119,19 @@ impl<'a> RedisStore<'a> {
     fn name(&self, b: &[u8]) -> Name<'a> {
         match self.args.index_of(b).and_then(|i| self.args.raw(i).map(|r| (i, r))) {
             Some((i, r)) => Name::Arg(i, r),
-            None => Name::Own(self.ctx.string(b)),
+            None => match shared(b) {
+                Some(s) => Name::Shared(s),
+                None => Name::Own(self.ctx.string(b)),
+            },
+        }
+    }
+
+    /// The module string of an integer a write stores or replicates: shared for the usual
+    /// small ones (a first count, a step of one), else made.
+    fn int_name(&self, n: i64) -> Name<'a> {
+        match shared_int(n) {
+            Some(s) => Name::Shared(s),
+            None => Name::Own(self.ctx.string(crate::ffi::IntBuf::default().format(n))),
         }
     }
 
@@ -125,6 +143,7 @@ impl<'a> RedisStore<'a> {
                 let own = self.args.bytes(*i);
                 (own.as_ptr() == b.as_ptr() && own.len() == b.len()) || own == b
             }
+            Name::Shared(s) => s.bytes() == b,
             Name::Own(s) => s.bytes() == b,
         }
     }
@@ -303,12 +322,12 @@ impl Store for RedisStore<'_> {
         };
         // Checked before the write: a count at the edge of the range is HINCRBY's error.
         let next = crate::core::incremented(current.unwrap_or(0), by)?;
-        let mut buf = crate::ffi::IntBuf::default();
-        let v = self.ctx.string(buf.format(next));
-        k.key.hash_set(f.raw(), v.as_ref());
+        let v = self.int_name(next);
+        k.key.hash_set(f.raw(), v.raw());
         self.last_int = f.arg_index().map(|a| (i, a, Some(next)));
         let indexed = self.index_field(key, field, Some(next));
-        let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)];
+        let step = self.int_name(by);
+        let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::S(step.raw())];
         self.effect_on(indexed, key, k.name.raw(), HASH, c"hincrby", c"HINCRBY", &args);
         Ok(next)
     }
@@ -327,7 +346,14 @@ impl Store for RedisStore<'_> {
         crate::core::incremented(current.unwrap_or(0), by)?;
         self.last_int = None;
         hold_index::forget(self.db, key);
-        self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)]);
+        let step = self.int_name(by);
+        self.effect(
+            HASH,
+            c"hincrby",
+            k.name.raw(),
+            c"HINCRBY",
+            &[Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::S(step.raw())],
+        );
         k.key.delete();
         crate::stats::on_key_event(b"del", self.db, key);
         self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
@@ -371,7 +397,11 @@ impl Store for RedisStore<'_> {
     }
 
     fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64) {
-        let v = self.name(value);
+        // The key keeps the value's object itself: never a shared one (see `ffi::shared`).
+        let v = match self.name(value) {
+            Name::Shared(_) => Name::Own(self.ctx.string(value)),
+            v => v,
+        };
         let i = self.slot(key);
         let k = &self.keys[i];
         k.key.string_set(v.raw());
@@ -382,7 +412,7 @@ impl Store for RedisStore<'_> {
             c"expire",
             k.name.raw(),
             c"SET",
-            &[Arg::S(k.name.raw()), Arg::S(v.raw()), Arg::B(b"PXAT"), Arg::I(at)],
+            &[Arg::S(k.name.raw()), Arg::S(v.raw()), pxat(), Arg::I(at)],
         );
     }
 
@@ -471,17 +501,18 @@ impl Store for RedisStore<'_> {
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
         let cluster = self.ctx.flags() & CLUSTER_FLAG != 0;
         // Made once, for the message and for its replication.
-        let (c, m) = (self.ctx.string(channel), self.ctx.string(message));
-        let args = [Arg::S(c.as_ref()), Arg::S(m.as_ref())];
+        let (c, m) = (self.ctx.string(channel), self.name(message));
+        let (c, m) = (c.as_ref(), m.raw());
+        let args = [Arg::S(c), Arg::S(m)];
         // `lockmod.pubsub sharded`: as SPUBLISH, which Redis itself propagates to replicas only
         // outside a cluster (in one, the cluster bus carries it to the shard's replicas).
-        if crate::config::sharded() && self.ctx.publish_shard(c.as_ref(), m.as_ref()) {
+        if crate::config::sharded() && self.ctx.publish_shard(c, m) {
             if !cluster {
                 self.ctx.replicate_reusing(self.args, c"SPUBLISH", &args);
             }
             return;
         }
-        self.ctx.publish(c.as_ref(), m.as_ref());
+        self.ctx.publish(c, m);
         // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
         // message already travels over the cluster bus, so propagating it would repeat it.
         if !cluster {

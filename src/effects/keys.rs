@@ -3,9 +3,11 @@
 
 use crate::ffi::{Key, RStr, StrRef};
 
-/// A module string for a name: the command's own argument when the bytes are one, else a copy.
+/// A module string for a name: the command's own argument when the bytes are one, one of the
+/// module's shared words (`crate::ffi::shared`), else a copy.
 pub(super) enum Name<'a> {
     Arg(usize, StrRef<'a>),
+    Shared(StrRef<'static>),
     Own(RStr),
 }
 
@@ -13,13 +15,13 @@ impl Name<'_> {
     pub fn arg_index(&self) -> Option<usize> {
         match self {
             Name::Arg(i, _) => Some(*i),
-            Name::Own(_) => None,
+            Name::Shared(_) | Name::Own(_) => None,
         }
     }
 
     pub fn raw(&self) -> StrRef<'_> {
         match self {
-            Name::Arg(_, r) => *r,
+            Name::Arg(_, r) | Name::Shared(r) => *r,
             Name::Own(s) => s.as_ref(),
         }
     }

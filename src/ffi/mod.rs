@@ -60,6 +60,7 @@ pub mod metadata;
 pub mod modified;
 pub mod pause;
 pub mod server;
+pub mod shared;
 mod watch_filter;
 
 pub(crate) use api::api_missing;
