@@ -152,7 +152,7 @@ impl<'a> RedisStore<'a> {
     /// store is a reader). A handle is signalled as modified only if a write changed its key
     /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
-        if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
+        if let Some(i) = self.keys.find(|k| self.name_is(&k.name, key)) {
             return i;
         }
         let name = self.name(key);
@@ -168,7 +168,7 @@ impl<'a> RedisStore<'a> {
     }
 
     fn is_open(&self, key: &[u8]) -> Option<&OpenKey<'a>> {
-        self.keys.iter().find(|k| self.name_is(&k.name, key))
+        self.keys.find(|k| self.name_is(&k.name, key)).map(|i| &self.keys[i])
     }
 
     fn typed(&mut self, key: &[u8], want: KeyKind) -> Result<Option<&OpenKey<'a>>> {

@@ -43,8 +43,17 @@ pub(super) struct OpenKeys<'a> {
 }
 
 impl<'a> OpenKeys<'a> {
-    pub fn iter(&self) -> impl Iterator<Item = &OpenKey<'a>> {
-        self.inline.iter().map_while(Option::as_ref).chain(self.more.iter())
+    /// The index of the first key for which `f` holds: the inline slots walked directly (the
+    /// store asks this several times per command).
+    pub fn find(&self, mut f: impl FnMut(&OpenKey<'a>) -> bool) -> Option<usize> {
+        for (i, k) in self.inline.iter().enumerate() {
+            match k {
+                Some(k) if f(k) => return Some(i),
+                Some(_) => {}
+                None => return None,
+            }
+        }
+        self.more.iter().position(f).map(|i| i + self.inline.len())
     }
 
     pub fn len(&self) -> usize {
