@@ -48,6 +48,11 @@ pub struct RedisStore<'a> {
     /// one of the command's arguments: (key slot, argument index, value), until another write.
     /// (An argument is identified safely by its index; a temporary's address could be reused.)
     last_int: Option<(usize, usize, Option<i64>)>,
+    /// The slot of the last key asked for by the very buffer of one of the command's arguments
+    /// (its address and length): an O(1) command asks for its lock key five or six times. Only
+    /// an argument's buffer is remembered: it lives as long as the command, so no other buffer
+    /// can take its address (a temporary's could be reused by another name).
+    arg_slot: Option<(usize, usize, usize)>,
     /// Whose ACL the derived keys and channels are checked against.
     access: Access,
     /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
@@ -76,6 +81,7 @@ impl<'a> RedisStore<'a> {
             db: ctx.selected_db(),
             keys: OpenKeys::default(),
             last_int: None,
+            arg_slot: None,
             access: Access::module(),
             write: true,
             served_by: ServedBy::Timer,
@@ -153,14 +159,27 @@ impl<'a> RedisStore<'a> {
     /// store is a reader). A handle is signalled as modified only if a write changed its key
     /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
-        if let Some(i) = self.keys.find(|k| self.name_is(&k.name, key)) {
-            return i;
+        let at = (key.as_ptr() as usize, key.len());
+        if let Some((p, l, i)) = self.arg_slot {
+            if (p, l) == at {
+                return i;
+            }
         }
-        let name = self.name(key);
-        let handle = self.ctx.open_key(name.raw(), self.write);
-        let existed = handle.kind() != KeyKind::Empty;
-        self.keys.push(OpenKey { name, key: handle, existed });
-        self.keys.len() - 1
+        let i = match self.keys.find(|k| self.name_is(&k.name, key)) {
+            Some(i) => i,
+            None => {
+                let name = self.name(key);
+                let handle = self.ctx.open_key(name.raw(), self.write);
+                let existed = handle.kind() != KeyKind::Empty;
+                self.keys.push(OpenKey { name, key: handle, existed })
+            }
+        };
+        if let Name::Arg(a, _) = self.keys[i].name {
+            if self.args.bytes(a).as_ptr() as usize == at.0 {
+                self.arg_slot = Some((at.0, at.1, i));
+            }
+        }
+        i
     }
 
     fn open(&mut self, key: &[u8]) -> &OpenKey<'a> {

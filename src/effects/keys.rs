@@ -56,14 +56,17 @@ impl<'a> OpenKeys<'a> {
         self.more.iter().position(f).map(|i| i + self.inline.len())
     }
 
-    pub fn len(&self) -> usize {
-        self.inline.iter().take_while(|k| k.is_some()).count() + self.more.len()
-    }
-
-    pub fn push(&mut self, k: OpenKey<'a>) {
-        match self.inline.iter_mut().find(|s| s.is_none()) {
-            Some(slot) => *slot = Some(k),
-            None => self.more.push(k),
+    /// Adds a key; its index.
+    pub fn push(&mut self, k: OpenKey<'a>) -> usize {
+        match self.inline.iter().position(Option::is_none) {
+            Some(i) => {
+                self.inline[i] = Some(k);
+                i
+            }
+            None => {
+                self.more.push(k);
+                self.inline.len() + self.more.len() - 1
+            }
         }
     }
 }
