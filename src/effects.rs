@@ -67,13 +67,20 @@ impl<'a> RedisStore<'a> {
     /// expiry during this command.
     #[inline]
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        RedisStore { access: Access::caller(), served_by: ServedBy::Writer, ..Self::at(ctx, args, Ctx::cached_ms()) }
+        Self::make(ctx, args, Ctx::cached_ms(), Access::caller(), ServedBy::Writer)
     }
 
     /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
     /// [`RedisStore::for_waiter`] makes it act for a parked client.
     #[inline]
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
+        Self::make(ctx, args, now, Access::module(), ServedBy::Timer)
+    }
+
+    /// Built in one go: a store made from another (`..`) would drop the other's `Access`, a
+    /// call on the path of every command.
+    #[inline]
+    fn make(ctx: &Ctx, args: &'a Args<'a>, now: i64, access: Access, served_by: ServedBy) -> Self {
         RedisStore {
             ctx: *ctx,
             args,
@@ -82,9 +89,9 @@ impl<'a> RedisStore<'a> {
             keys: OpenKeys::default(),
             last_int: None,
             arg_slot: None,
-            access: Access::module(),
+            access,
             write: true,
-            served_by: ServedBy::Timer,
+            served_by,
         }
     }
 
