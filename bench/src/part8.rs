@@ -103,14 +103,27 @@ fn instructions(b: &Bench, floor: &Path, rounds: usize, n: usize) -> Res<Vec<Opt
     Ok(out)
 }
 
-/// The module's path, as the module server reports it (`MODULE LIST`).
+/// The module's path, as the module server reports it (`MODULE LIST`: the `path` field of
+/// the `lockmod` entry).
 fn module_path(b: &Bench) -> Res<PathBuf> {
-    let v = call_s(&mut b.m.conn()?, &["MODULE", "LIST"])?;
-    let text = format!("{v:?}");
-    text.split('"')
-        .find(|s| s.ends_with(".so") && s.contains("lockmod"))
+    use redis::Value as V;
+    let text = |v: &V| match v {
+        V::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        V::SimpleString(s) => s.clone(),
+        _ => String::new(),
+    };
+    let field = |m: &[V], name: &str| m.chunks(2).find(|kv| text(&kv[0]) == name).and_then(|kv| kv.get(1)).map(text);
+    let list = call_s(&mut b.m.conn()?, &["MODULE", "LIST"])?;
+    let modules: Vec<Vec<V>> = match &list {
+        V::Array(a) => a.iter().filter_map(|m| if let V::Array(m) = m { Some(m.clone()) } else { None }).collect(),
+        _ => vec![],
+    };
+    modules
+        .iter()
+        .find(|m| field(m, "name").as_deref() == Some("lockmod"))
+        .and_then(|m| field(m, "path"))
         .map(PathBuf::from)
-        .ok_or_else(|| format!("MODULE LIST names no lockmod .so: {text}"))
+        .ok_or_else(|| format!("MODULE LIST has no lockmod path: {list:?}"))
 }
 
 /// One counted chunk: FLUSHALL, the setup, then the calls between a zero and a dump of the
