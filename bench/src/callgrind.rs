@@ -3,8 +3,8 @@
 //! module callbacks, its propagation), and nothing else (no I/O, no event loop, no cron).
 //!
 //! Time on a shared 2-core machine swings by tens of percent; instruction counts do not (the
-//! only spread left is Redis' random hash seeds, well under 1%), so a ratio of two of them can
-//! tell 1.10x from 1.20x where commandstats cannot. The counts are zeroed and dumped around the
+//! only spread left comes from Redis' random hash seeds and table growth, about 1% between
+//! runs), so a ratio of two of them can tell 1.10x from 1.20x where commandstats cannot. The counts are zeroed and dumped around the
 //! measured calls with `callgrind_control`, so setup and warm-up are not counted.
 
 use std::net::TcpListener;
