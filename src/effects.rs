@@ -1,4 +1,5 @@
-//! The chokepoint for writes: the [`Store`] the commands run the lock algorithms on.
+//! The chokepoint for writes: the [`Store`](crate::core::store::Store) the commands run the
+//! lock algorithms on (its operations in `effects/store.rs`).
 //!
 //! Every write goes through here and does three things, in Redis' own order: change the
 //! keyspace with the low-level key API, fire the keyspace event the equivalent Redis command
@@ -11,17 +12,18 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
-use crate::access::Need;
 use crate::blocking::ServedBy;
 use crate::caller::{Access, Who};
-use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
-use crate::core::{parse_i64, LockError, Result};
+use crate::core::{LockError, Result};
+use crate::ffi::shared::{shared, shared_int};
 use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};
 use crate::hold_index;
 
 mod collections;
 mod keys;
 mod read_holds;
+// The `Store` operations themselves.
+mod store;
 
 use keys::{Name, OpenKey, OpenKeys};
 
@@ -29,6 +31,11 @@ const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
 const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
 const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
+
+/// `PXAT`, a replicated argument of every read hold's `SET`.
+fn pxat() -> Arg<'static> {
+    shared(b"PXAT").map_or(Arg::B(b"PXAT"), Arg::S)
+}
 
 /// The keyspace seen by one command: keys opened once and kept open until the command ends.
 pub struct RedisStore<'a> {
@@ -41,6 +48,11 @@ pub struct RedisStore<'a> {
     /// one of the command's arguments: (key slot, argument index, value), until another write.
     /// (An argument is identified safely by its index; a temporary's address could be reused.)
     last_int: Option<(usize, usize, Option<i64>)>,
+    /// The slot of the last key asked for by the very buffer of one of the command's arguments
+    /// (its address and length): an O(1) command asks for its lock key five or six times. Only
+    /// an argument's buffer is remembered: it lives as long as the command, so no other buffer
+    /// can take its address (a temporary's could be reused by another name).
+    arg_slot: Option<(usize, usize, usize)>,
     /// Whose ACL the derived keys and channels are checked against.
     access: Access,
     /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
@@ -55,13 +67,20 @@ impl<'a> RedisStore<'a> {
     /// expiry during this command.
     #[inline]
     pub fn new(ctx: &Ctx, args: &'a Args<'a>) -> Self {
-        RedisStore { access: Access::caller(), served_by: ServedBy::Writer, ..Self::at(ctx, args, Ctx::cached_ms()) }
+        Self::make(ctx, args, Ctx::cached_ms(), Access::caller(), ServedBy::Writer)
     }
 
     /// A store for the module's own upkeep (timers, callbacks): it checks nothing, unless
     /// [`RedisStore::for_waiter`] makes it act for a parked client.
     #[inline]
     pub fn at(ctx: &Ctx, args: &'a Args<'a>, now: i64) -> Self {
+        Self::make(ctx, args, now, Access::module(), ServedBy::Timer)
+    }
+
+    /// Built in one go: a store made from another (`..`) would drop the other's `Access`, a
+    /// call on the path of every command.
+    #[inline]
+    fn make(ctx: &Ctx, args: &'a Args<'a>, now: i64, access: Access, served_by: ServedBy) -> Self {
         RedisStore {
             ctx: *ctx,
             args,
@@ -69,9 +88,10 @@ impl<'a> RedisStore<'a> {
             db: ctx.selected_db(),
             keys: OpenKeys::default(),
             last_int: None,
-            access: Access::module(),
+            arg_slot: None,
+            access,
             write: true,
-            served_by: ServedBy::Timer,
+            served_by,
         }
     }
 
@@ -113,7 +133,19 @@ impl<'a> RedisStore<'a> {
     fn name(&self, b: &[u8]) -> Name<'a> {
         match self.args.index_of(b).and_then(|i| self.args.raw(i).map(|r| (i, r))) {
             Some((i, r)) => Name::Arg(i, r),
-            None => Name::Own(self.ctx.string(b)),
+            None => match shared(b) {
+                Some(s) => Name::Shared(s),
+                None => Name::Own(self.ctx.string(b)),
+            },
+        }
+    }
+
+    /// The module string of an integer a write stores or replicates: shared for the usual
+    /// small ones (a first count, a step of one), else made.
+    fn int_name(&self, n: i64) -> Name<'a> {
+        match shared_int(n) {
+            Some(s) => Name::Shared(s),
+            None => Name::Own(self.ctx.string(crate::ffi::IntBuf::default().format(n))),
         }
     }
 
@@ -125,6 +157,7 @@ impl<'a> RedisStore<'a> {
                 let own = self.args.bytes(*i);
                 (own.as_ptr() == b.as_ptr() && own.len() == b.len()) || own == b
             }
+            Name::Shared(s) => s.bytes() == b,
             Name::Own(s) => s.bytes() == b,
         }
     }
@@ -133,14 +166,27 @@ impl<'a> RedisStore<'a> {
     /// store is a reader). A handle is signalled as modified only if a write changed its key
     /// (`ffi::Key`), so opening for writing costs a command that changes nothing nothing.
     fn slot(&mut self, key: &[u8]) -> usize {
-        if let Some(i) = self.keys.iter().position(|k| self.name_is(&k.name, key)) {
-            return i;
+        let at = (key.as_ptr() as usize, key.len());
+        if let Some((p, l, i)) = self.arg_slot {
+            if (p, l) == at {
+                return i;
+            }
         }
-        let name = self.name(key);
-        let handle = self.ctx.open_key(name.raw(), self.write);
-        let existed = handle.kind() != KeyKind::Empty;
-        self.keys.push(OpenKey { name, key: handle, existed });
-        self.keys.len() - 1
+        let i = match self.keys.find(|k| self.name_is(&k.name, key)) {
+            Some(i) => i,
+            None => {
+                let name = self.name(key);
+                let handle = self.ctx.open_key(name.raw(), self.write);
+                let existed = handle.kind() != KeyKind::Empty;
+                self.keys.push(OpenKey { name, key: handle, existed })
+            }
+        };
+        if let Name::Arg(a, _) = self.keys[i].name {
+            if self.args.bytes(a).as_ptr() as usize == at.0 {
+                self.arg_slot = Some((at.0, at.1, i));
+            }
+        }
+        i
     }
 
     fn open(&mut self, key: &[u8]) -> &OpenKey<'a> {
@@ -149,7 +195,7 @@ impl<'a> RedisStore<'a> {
     }
 
     fn is_open(&self, key: &[u8]) -> Option<&OpenKey<'a>> {
-        self.keys.iter().find(|k| self.name_is(&k.name, key))
+        self.keys.find(|k| self.name_is(&k.name, key)).map(|i| &self.keys[i])
     }
 
     fn typed(&mut self, key: &[u8], want: KeyKind) -> Result<Option<&OpenKey<'a>>> {
@@ -185,329 +231,5 @@ impl<'a> RedisStore<'a> {
     fn notify_del(&self, name: StrRef) {
         crate::stats::on_key_event(b"del", self.db, name.bytes());
         self.notify(GENERIC, c"del", name);
-    }
-}
-
-impl Store for RedisStore<'_> {
-    fn now(&self) -> i64 {
-        self.now
-    }
-
-    fn restricted(&mut self) -> bool {
-        self.access.restricted(&self.ctx)
-    }
-
-    fn permit(&mut self, needs: &[Need]) -> Result<()> {
-        self.access.permit(&self.ctx, needs)
-    }
-
-    fn exists(&mut self, key: &[u8]) -> bool {
-        self.open(key).key.kind() != KeyKind::Empty
-    }
-
-    fn peek_exists(&mut self, key: &[u8]) -> bool {
-        if let Some(k) = self.is_open(key) {
-            return k.key.kind() != KeyKind::Empty;
-        }
-        let name = self.name(key);
-        self.ctx.key_exists(name.raw())
-    }
-
-    fn pttl(&mut self, key: &[u8]) -> i64 {
-        match self.expiry_state(key) {
-            at if at == TTL_MISSING || at == TTL_PERSISTENT => at,
-            at => (at - self.now).max(0),
-        }
-    }
-
-    fn del(&mut self, key: &[u8]) -> bool {
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        if k.key.kind() == KeyKind::Empty {
-            return false;
-        }
-        k.key.delete();
-        hold_index::forget(self.db(), key);
-        self.last_int = None;
-        crate::stats::on_key_event(b"del", self.db, key);
-        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
-        true
-    }
-
-    fn pexpire_at(&mut self, key: &[u8], at: i64) {
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        if k.key.kind() == KeyKind::Empty || !k.key.set_expire_at(at) {
-            return;
-        }
-        // A new lock is remembered with its lease when granted; an existing one moves it.
-        if k.existed {
-            crate::stats::lease_moved(self.db, key, at);
-        }
-        // The lock's own TTL is not part of its read-hold index entry: the entry stands.
-        let indexed = hold_index::is_indexed(self.db(), key);
-        let name = k.name.raw();
-        self.effect_on(indexed, key, name, GENERIC, c"expire", c"PEXPIREAT", &[Arg::S(name), Arg::I(at)]);
-    }
-
-    fn hash_get(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
-        let f = self.name(field);
-        Ok(self.typed(key, KeyKind::Hash)?.and_then(|k| k.key.hash_get(f.raw())).map(|v| v.bytes().to_vec()))
-    }
-
-    fn hash_get_int(&mut self, key: &[u8], field: &[u8]) -> Result<Option<i64>> {
-        // Parsed in place: the hot path of every acquire and unlock.
-        let f = self.name(field);
-        let i = self.slot(key);
-        let value = match self.typed(key, KeyKind::Hash)? {
-            None => None,
-            Some(k) => k.key.hash_get_int(f.raw()).map_err(|_| LockError::CorruptHoldCount)?,
-        };
-        // An acquire or unlock reads the count, then increments it: remembered, not read twice.
-        self.last_int = f.arg_index().map(|a| (i, a, value));
-        Ok(value)
-    }
-
-    fn hash_len(&mut self, key: &[u8]) -> Result<usize> {
-        Ok(self.typed(key, KeyKind::Hash)?.map_or(0, |k| k.key.len()))
-    }
-
-    fn hash_entries(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        if let Some(k) = self.typed(key, KeyKind::Hash)? {
-            k.key.scan(|f, v| out.push((f.to_vec(), v.to_vec())));
-        }
-        Ok(out)
-    }
-
-    fn hash_entries_first(&mut self, key: &[u8], n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        if let Some(k) = self.typed(key, KeyKind::Hash)? {
-            k.key.scan_while(|f, v| {
-                if out.len() < n {
-                    out.push((f.to_vec(), v.to_vec()));
-                }
-                out.len() < n
-            });
-        }
-        Ok(out)
-    }
-
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
-        let f = self.name(field);
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        let current = match (self.last_int, f.arg_index()) {
-            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
-            _ => k.key.hash_get_int(f.raw()).ok().flatten(),
-        };
-        // Checked before the write: a count at the edge of the range is HINCRBY's error.
-        let next = crate::core::incremented(current.unwrap_or(0), by)?;
-        let mut buf = crate::ffi::IntBuf::default();
-        let v = self.ctx.string(buf.format(next));
-        k.key.hash_set(f.raw(), v.as_ref());
-        self.last_int = f.arg_index().map(|a| (i, a, Some(next)));
-        let indexed = self.index_field(key, field, Some(next));
-        let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)];
-        self.effect_on(indexed, key, k.name.raw(), HASH, c"hincrby", c"HINCRBY", &args);
-        Ok(next)
-    }
-
-    fn hash_incr_then_del(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<()> {
-        // The key goes at once, so the field is not written; the effects are still those of
-        // `HINCRBY` then `DEL`, as Redisson's script makes them.
-        let f = self.name(field);
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        let current = match (self.last_int, f.arg_index()) {
-            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
-            _ => k.key.hash_get_int(f.raw()).ok().flatten(),
-        };
-        // HINCRBY's error, as `hash_incr`, before anything is written.
-        crate::core::incremented(current.unwrap_or(0), by)?;
-        self.last_int = None;
-        hold_index::forget(self.db, key);
-        self.effect(HASH, c"hincrby", k.name.raw(), c"HINCRBY", &[Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::I(by)]);
-        k.key.delete();
-        crate::stats::on_key_event(b"del", self.db, key);
-        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
-        Ok(())
-    }
-
-    fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
-        let f = self.name(field);
-        let v = self.name(value);
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        k.key.hash_set(f.raw(), v.raw());
-        self.last_int = None;
-        let indexed = self.index_field(key, field, parse_i64(value));
-        let args = [Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::S(v.raw())];
-        self.effect_on(indexed, key, k.name.raw(), HASH, c"hset", c"HSET", &args);
-    }
-
-    fn hash_del(&mut self, key: &[u8], field: &[u8]) {
-        let f = self.name(field);
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        k.key.hash_del(f.raw());
-        self.last_int = None;
-        let emptied = k.key.kind() == KeyKind::Empty;
-        let indexed = if emptied {
-            hold_index::forget(self.db(), key);
-            false
-        } else {
-            self.index_field(key, field, None)
-        };
-        let args = [Arg::S(k.name.raw()), Arg::S(f.raw())];
-        self.effect_on(indexed, key, k.name.raw(), HASH, c"hdel", c"HDEL", &args);
-        if emptied {
-            self.notify_del(k.name.raw());
-        }
-    }
-
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.typed(key, KeyKind::String)?.map(|k| k.key.string_get()))
-    }
-
-    fn set_px_at(&mut self, key: &[u8], value: &[u8], at: i64) {
-        let v = self.name(value);
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        k.key.string_set(v.raw());
-        k.key.set_expire_at(at);
-        self.notify(STRING, c"set", k.name.raw());
-        self.effect(
-            GENERIC,
-            c"expire",
-            k.name.raw(),
-            c"SET",
-            &[Arg::S(k.name.raw()), Arg::S(v.raw()), Arg::B(b"PXAT"), Arg::I(at)],
-        );
-    }
-
-    fn incr(&mut self, key: &[u8]) -> Result<i64> {
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        let current = if k.key.kind() == KeyKind::String { crate::core::parse_i64(&k.key.string_get()) } else { None };
-        // A token at i64::MAX must not be handed out twice: INCR's error, nothing written.
-        let next = crate::core::incremented(current.unwrap_or(0), 1)?;
-        let mut buf = crate::ffi::IntBuf::default();
-        let v = self.ctx.string(buf.format(next));
-        // SET drops an expiry, INCR keeps it: the counter never has one, so they agree.
-        k.key.string_set(v.as_ref());
-        self.effect(STRING, c"incrby", k.name.raw(), c"INCR", &[Arg::S(k.name.raw())]);
-        Ok(next)
-    }
-
-    fn list_len(&mut self, key: &[u8]) -> Result<usize> {
-        self.list_len_(key)
-    }
-
-    fn list_index(&mut self, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
-        self.list_index_(key, i)
-    }
-
-    fn list_all(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
-        self.list_all_(key)
-    }
-
-    fn list_first(&mut self, key: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
-        self.list_first_(key, n)
-    }
-
-    fn list_pop_head(&mut self, key: &[u8]) {
-        self.list_pop_head_(key)
-    }
-
-    fn list_push_tail(&mut self, key: &[u8], value: &[u8]) {
-        self.list_push_tail_(key, value)
-    }
-
-    fn list_remove(&mut self, key: &[u8], value: &[u8]) -> usize {
-        self.list_remove_(key, value)
-    }
-
-    fn list_remove_many(&mut self, key: &[u8], values: &[&[u8]]) -> usize {
-        self.list_remove_many_(key, values)
-    }
-
-    fn zset_len(&mut self, key: &[u8]) -> Result<usize> {
-        self.zset_len_(key)
-    }
-
-    fn zset_score(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>> {
-        self.zset_score_(key, member)
-    }
-
-    fn zset_add(&mut self, key: &[u8], member: &[u8], score: f64) -> bool {
-        self.zset_add_(key, member, score)
-    }
-
-    fn zset_rem(&mut self, key: &[u8], member: &[u8]) -> bool {
-        self.zset_rem_(key, member)
-    }
-
-    fn zset_rem_many(&mut self, key: &[u8], members: &[&[u8]]) -> usize {
-        self.zset_rem_many_(key, members)
-    }
-
-    fn zset_incr(&mut self, key: &[u8], member: &[u8], by: f64) -> f64 {
-        self.zset_incr_(key, member, by)
-    }
-
-    fn zset_shift_all(&mut self, key: &[u8], by: f64) {
-        self.zset_shift_all_(key, by)
-    }
-
-    fn zset_incr_many(&mut self, key: &[u8], by: &[(Vec<u8>, f64)]) {
-        self.zset_incr_many_(key, by)
-    }
-
-    fn zset_all(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>> {
-        Ok(self.typed(key, KeyKind::Zset)?.map_or_else(Vec::new, |k| k.key.zset_all()))
-    }
-
-    fn publish(&mut self, channel: &[u8], message: &[u8]) {
-        let cluster = self.ctx.flags() & CLUSTER_FLAG != 0;
-        // Made once, for the message and for its replication.
-        let (c, m) = (self.ctx.string(channel), self.ctx.string(message));
-        let args = [Arg::S(c.as_ref()), Arg::S(m.as_ref())];
-        // `lockmod.pubsub sharded`: as SPUBLISH, which Redis itself propagates to replicas only
-        // outside a cluster (in one, the cluster bus carries it to the shard's replicas).
-        if crate::config::sharded() && self.ctx.publish_shard(c.as_ref(), m.as_ref()) {
-            if !cluster {
-                self.ctx.replicate_reusing(self.args, c"SPUBLISH", &args);
-            }
-            return;
-        }
-        self.ctx.publish(c.as_ref(), m.as_ref());
-        // A replica's subscribers hear it as they would Redisson's PUBLISH. In a cluster the
-        // message already travels over the cluster bus, so propagating it would repeat it.
-        if !cluster {
-            self.ctx.replicate_reusing(self.args, c"PUBLISH", &args);
-        }
-    }
-
-    fn over_maxmemory(&mut self) -> bool {
-        self.ctx.over_maxmemory()
-    }
-
-    // Read holds: the trait's writes, mirrored in the lock's read-hold index entry.
-
-    fn read_hold_set(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
-        self.read_hold_set_(key, owner, i, at)
-    }
-
-    fn read_hold_del(&mut self, key: &[u8], owner: &[u8], i: i64) {
-        self.read_hold_del_(key, owner, i)
-    }
-
-    fn read_hold_expire(&mut self, key: &[u8], owner: &[u8], i: i64, at: i64) {
-        self.read_hold_expire_(key, owner, i, at)
-    }
-
-    fn read_holds_max_pttl(&mut self, key: &[u8]) -> Result<i64> {
-        self.read_holds_max_pttl_(key)
     }
 }

@@ -81,19 +81,27 @@ impl std::ops::Deref for NameBuf {
 
 /// [`fair_queue`] without a heap allocation for a name of usual length: every acquire of a
 /// free lock looks the queue up, and an allocation would cost as much as the lookup.
+#[inline]
 pub fn fair_queue_buf(key: &[u8]) -> NameBuf {
     const PREFIX: &[u8] = b"redisson_lock_queue:";
-    let (open, close): (&[u8], &[u8]) = if key.contains(&b'{') { (b"", b"") } else { (b"{", b"}") };
-    let parts = [PREFIX, open, key, close];
-    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let tagged = key.contains(&b'{');
+    let len = PREFIX.len() + key.len() + if tagged { 0 } else { 2 };
     if len > SHORT {
         return NameBuf::Long(fair_queue(key));
     }
+    // Built in place (inlined into the caller), with one copy of the variable part.
     let mut buf = [0u8; SHORT];
-    let mut at = 0;
-    for p in parts {
-        buf[at..at + p.len()].copy_from_slice(p);
-        at += p.len();
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut at = PREFIX.len();
+    if !tagged {
+        buf[at] = b'{';
+        at += 1;
+    }
+    buf[at..at + key.len()].copy_from_slice(key);
+    at += key.len();
+    if !tagged {
+        buf[at] = b'}';
+        at += 1;
     }
     NameBuf::Short(buf, at)
 }

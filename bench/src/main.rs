@@ -7,6 +7,7 @@
 //! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
+mod callgrind;
 mod chart;
 // Redisson's key and channel names: the tests' own copy (independent of the module's
 // src/names.rs), shared so the driver and the tests cannot drift apart.

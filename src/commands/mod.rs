@@ -14,8 +14,16 @@ use crate::ffi::{Args, Ctx};
 /// Parses a positive time in ms (a lease, a wait, a latch lifetime) of command `cmd`: its
 /// deadline from now must be a valid expiry time ([`deadline`]), as Redis' `SET ... PX` rule.
 pub fn parse_ms(b: &[u8], what: &'static str, cmd: &'static str) -> Result<i64> {
-    parse_ms_at(b, what, cmd, Ctx::cached_ms())
+    match crate::core::parse_i64(b) {
+        // The clock is read only for a time that could overflow a deadline: the server's clock
+        // is far below 2^62 ms, so a smaller positive time always makes a valid one.
+        Some(v) if v > 0 && v < SAFE_MS => Ok(v),
+        _ => parse_ms_at(b, what, cmd, Ctx::cached_ms()),
+    }
 }
+
+/// Times below this give a valid deadline from any clock reading before the year 146 million.
+const SAFE_MS: i64 = 1 << 62;
 
 /// [`parse_ms`] at `now` (the clock the command's store reads).
 fn parse_ms_at(b: &[u8], what: &'static str, cmd: &'static str, now: i64) -> Result<i64> {
@@ -73,8 +81,12 @@ pub struct Options<'a> {
 /// Parses the options of command `cmd` from argument `from` on. Unknown, repeated or
 /// incomplete: syntax error.
 pub fn parse_options<'a>(args: &Args<'a>, from: usize, accepts: Accepts, cmd: &'static str) -> Result<Options<'a>> {
-    let now = Ctx::cached_ms();
     let mut o = Options::default();
+    if from >= args.len() {
+        // No options (the usual call): no clock read.
+        return Ok(o);
+    }
+    let now = Ctx::cached_ms();
     let mut i = from;
     while i < args.len() {
         let word = args.bytes(i);

@@ -3,9 +3,11 @@
 
 use crate::ffi::{Key, RStr, StrRef};
 
-/// A module string for a name: the command's own argument when the bytes are one, else a copy.
+/// A module string for a name: the command's own argument when the bytes are one, one of the
+/// module's shared words (`crate::ffi::shared`), else a copy.
 pub(super) enum Name<'a> {
     Arg(usize, StrRef<'a>),
+    Shared(StrRef<'static>),
     Own(RStr),
 }
 
@@ -13,13 +15,13 @@ impl Name<'_> {
     pub fn arg_index(&self) -> Option<usize> {
         match self {
             Name::Arg(i, _) => Some(*i),
-            Name::Own(_) => None,
+            Name::Shared(_) | Name::Own(_) => None,
         }
     }
 
     pub fn raw(&self) -> StrRef<'_> {
         match self {
-            Name::Arg(_, r) => *r,
+            Name::Arg(_, r) | Name::Shared(r) => *r,
             Name::Own(s) => s.as_ref(),
         }
     }
@@ -41,18 +43,30 @@ pub(super) struct OpenKeys<'a> {
 }
 
 impl<'a> OpenKeys<'a> {
-    pub fn iter(&self) -> impl Iterator<Item = &OpenKey<'a>> {
-        self.inline.iter().map_while(Option::as_ref).chain(self.more.iter())
+    /// The index of the first key for which `f` holds: the inline slots walked directly (the
+    /// store asks this several times per command).
+    pub fn find(&self, mut f: impl FnMut(&OpenKey<'a>) -> bool) -> Option<usize> {
+        for (i, k) in self.inline.iter().enumerate() {
+            match k {
+                Some(k) if f(k) => return Some(i),
+                Some(_) => {}
+                None => return None,
+            }
+        }
+        self.more.iter().position(f).map(|i| i + self.inline.len())
     }
 
-    pub fn len(&self) -> usize {
-        self.inline.iter().take_while(|k| k.is_some()).count() + self.more.len()
-    }
-
-    pub fn push(&mut self, k: OpenKey<'a>) {
-        match self.inline.iter_mut().find(|s| s.is_none()) {
-            Some(slot) => *slot = Some(k),
-            None => self.more.push(k),
+    /// Adds a key; its index.
+    pub fn push(&mut self, k: OpenKey<'a>) -> usize {
+        match self.inline.iter().position(Option::is_none) {
+            Some(i) => {
+                self.inline[i] = Some(k);
+                i
+            }
+            None => {
+                self.more.push(k);
+                self.inline.len() + self.more.len() - 1
+            }
         }
     }
 }

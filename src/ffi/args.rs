@@ -92,6 +92,11 @@ pub struct StrRef<'a> {
 }
 
 impl<'a> StrRef<'a> {
+    /// A string the caller knows to be alive for `'a`.
+    pub(super) fn from_raw(ptr: RawStr) -> StrRef<'a> {
+        StrRef { ptr, _life: std::marker::PhantomData }
+    }
+
     pub fn bytes(&self) -> &'a [u8] {
         str_bytes(self.ptr)
     }

@@ -63,6 +63,7 @@ pub mod pause;
 pub mod server;
 pub mod timers;
 pub mod wake_ups;
+pub mod shared;
 mod watch_filter;
 
 pub(crate) use api::api_missing;
