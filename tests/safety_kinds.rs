@@ -197,7 +197,8 @@ fn the_write_holder_takes_a_read_hold_while_another_writer_is_parked() {
 fn a_parked_writer_takes_a_lock_whose_lease_just_ran_out_before_a_new_reader() {
     let s = Server::start();
     let mut c = s.conn();
-    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "200"]);
+    // Long enough for the writer to park first on a loaded machine (it must wait for the lease).
+    ok(&mut c, &["RWLOCK.RLOCK", "doc", "r1", "1500"]);
     let w = park(&s, &mut c, 1, &["RWLOCK.WLOCK", "doc", "w", "30000", "BLOCK", "10000"]);
     // Whenever the reader comes, before or after the lease ends, the writer goes first.
     for _ in 0..500 {
