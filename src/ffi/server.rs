@@ -8,8 +8,8 @@
 //! length and name to what needs it:
 //! - `ACL` and `EXEC`: always (`crate::caller` caches ACL verdicts per user);
 //! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
-//! - `EVAL`/`EVALSHA`/`EVAL_RO`, and `SCRIPT` (the script cache): only under
-//!   `lockmod.redisson-scripts native` (`super::filter`);
+//! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
+//!   (`super::filter`); `SCRIPT` (what the script cache holds, for it): always;
 //! - any other command's keys: only while the read-hold index has entries
 //!   (`crate::watch`, `super::watch_filter`).
 
@@ -114,7 +114,8 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
                 stats::reset();
             }
         }
-        6 if crate::config::redisson_native() && is(b"script") => {
+        // Whatever the setting: a flush queued before `native` is switched on runs after.
+        6 if is(b"script") => {
             // SAFETY: `fctx` is live.
             unsafe { super::filter::on_script(fctx, argc) };
         }

@@ -27,8 +27,9 @@ unsafe fn arg<'a>(fctx: Fctx, argc: c_int, i: c_int) -> Option<&'a [u8]> {
     (!s.is_null()).then(|| str_bytes(s))
 }
 
-/// `SCRIPT ...` under `lockmod.redisson-scripts native`: `LOAD` of a known body may add it;
-/// `FLUSH` removes every script (now, or at its client's `EXEC` if queued).
+/// `SCRIPT ...` (whatever `lockmod.redisson-scripts` is: a flush queued in `MULTI` before it
+/// is switched to `native` may run after): `LOAD` of a known body may add it; `FLUSH` removes
+/// every script (now, or at its client's `EXEC` if queued).
 ///
 /// # Safety
 /// `fctx` must be the live filter context of this call, with `argc` arguments.
