@@ -209,3 +209,26 @@ fn a_script_evicted_by_other_evals_answers_as_without_the_module() {
     assert_eq!(p.native_runs(), before + 1);
     p.same_keyspace();
 }
+
+#[test]
+fn with_script_renamed_the_scripts_run_as_lua() {
+    let scripts = Scripts::load();
+    let body = scripts.body(ACQUIRE).text.clone();
+    let renamed = ["--rename-command", "SCRIPT", "SCRIPTX"];
+    let lua = Server::start_with(false, &renamed);
+    let nat = Server::start_with(true, &[&["--lockmod.redisson-scripts", "native"][..], &renamed[..]].concat());
+    let (mut lc, mut nc) = (RawConn::open(&lua, true), RawConn::open(&nat, true));
+    let r = same(&mut lc, &mut nc, &acquire("r"));
+    assert!(is_noscript(&r), "{r:?}");
+    same(&mut lc, &mut nc, &owned(&["SCRIPTX", "LOAD", &body]));
+    same(&mut lc, &mut nc, &acquire("r"));
+    same(&mut lc, &mut nc, &owned(&["SCRIPTX", "FLUSH"]));
+    let r = same(&mut lc, &mut nc, &acquire("s"));
+    assert!(is_noscript(&r), "{r:?}");
+    let mut c = nat.conn();
+    let stats = info(&mut c, "commandstats");
+    assert_eq!((calls(&stats, "evalsha"), calls(&stats, "lock.acquire")), (3, 0));
+    assert_eq!(field(&mut c, "redisson_left_to_lua"), 3);
+    assert!(nat.log().contains("SCRIPT is renamed"));
+    assert_eq!(keys(&mut c), keys(&mut lua.conn()));
+}

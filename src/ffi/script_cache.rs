@@ -113,7 +113,10 @@ pub fn init(ctx: &Ctx) {
     let evicts = info_field(ctx, "stats", "evicted_scripts").is_some();
     cache::reset(named, evicts);
     if !named {
-        super::log(c"notice", "lockmod: SCRIPT is renamed: each Redisson script call asks the script cache first");
+        super::log(
+            c"notice",
+            "lockmod: SCRIPT is renamed, so the script cache cannot be followed: Redisson's scripts run as Lua",
+        );
         return;
     }
     learn_all(ctx);

@@ -91,8 +91,11 @@ pub fn reset(tracked: bool, evicts: bool) {
     ANY_QUEUED.store(false, Relaxed);
 }
 
-pub fn evicts() -> bool {
-    EVICTS.load(Relaxed)
+/// False where `SCRIPT` is renamed: the filter cannot see a flush, nor the module ask the
+/// cache, so every script runs as Lua.
+#[inline]
+pub fn tracked() -> bool {
+    TRACKED.load(Relaxed)
 }
 
 /// The cache was asked about `row`, outside a transaction: its answer holds until the filter

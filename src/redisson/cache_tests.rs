@@ -130,6 +130,7 @@ fn evals_change_nothing_where_the_server_never_evicts() {
 #[test]
 fn with_script_renamed_nothing_is_ever_believed() {
     let _g = fresh(false, false);
+    assert!(!tracked());
     learned(0, true);
     learned(1, false);
     assert!(unknown(0) && unknown(1));

@@ -109,6 +109,9 @@ unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) -> Left {
     // A script known not to be in this server's script cache: Redis answers the `EVALSHA`
     // with `NOSCRIPT`, and runs (and caches) the `EVAL`, as without the module. Not known
     // either way: rewritten, and the command asks the cache when it runs (`super::dispatch`).
+    if !crate::redisson::cache::tracked() {
+        return lua(stats::left_to_lua);
+    }
     if crate::redisson::cache::absent(row) {
         return lua(if eval { stats::left_to_lua } else { stats::noscript });
     }

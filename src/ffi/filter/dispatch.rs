@@ -36,7 +36,9 @@ pub unsafe fn dispatch_scripted(ctx: RawCtx, argv: &[RawStr], handler: Handler) 
     // Not known to be in the script cache (a flush or an eviction may have run since the
     // filter saw the call): asked now. Not there, or not known: the call runs as sent, so an
     // `EVALSHA` gets Redis' own `NOSCRIPT` and an `EVAL` caches its body.
-    if !cache::present(row) && crate::ffi::script_cache::holds(&c, row) != Some(true) {
+    let cached = cache::present(row)
+        || catch_unwind(AssertUnwindSafe(|| crate::ffi::script_cache::holds(&c, row))).ok().flatten() == Some(true);
+    if !cached {
         if catch_unwind(AssertUnwindSafe(|| unsafe { run_script(&c, strings, row, eval, &args) })).is_err() {
             failed();
         }
