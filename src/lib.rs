@@ -96,6 +96,8 @@ mod module {
             ctx.log_warning("lockmod: could not prepare the Redisson script rewrite");
             return Status::Err;
         }
+        // Which of Redisson's scripts the server has cached (a `MODULE LOAD` after them).
+        ffi::script_cache::init(&ffi::Ctx(ctx.ctx));
         // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
         crate::hold_index::reload();
         crate::watch::reset();

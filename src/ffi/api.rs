@@ -116,6 +116,8 @@ needed_apis!(
     // The tax on other traffic (events.rs, server.rs).
     RedisModule_GetDetachedThreadSafeContext,
     RedisModule_InfoAddFieldCString,
+    // The script cache (script_cache.rs).
+    RedisModule_CallReplyInteger,
 );
 
 #[cfg(test)]

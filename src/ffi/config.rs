@@ -27,8 +27,13 @@ extern "C" fn get_scripts(_name: *const c_char, _privdata: *mut c_void) -> c_int
 }
 
 extern "C" fn set_scripts(_name: *const c_char, val: c_int, _privdata: *mut c_void, _err: *mut RawErr) -> c_int {
+    let was = config::redisson_scripts();
     if !config::set_redisson_scripts(val) {
         return raw::REDISMODULE_ERR as c_int;
+    }
+    if was != val {
+        // The filter did not watch the script cache while `off`.
+        crate::redisson::cache::forget_all();
     }
     if val == config::SCRIPTS_NATIVE {
         super::filter::warn_if_acl_blind();

@@ -15,7 +15,7 @@
 //!
 //! This file holds what the parts share (the module strings, the flags) and the setup at load;
 //! `call` rewrites a call, `permission` checks the caller's ACL for it, `dispatch` runs the
-//! calls it rewrote.
+//! calls it rewrote, `learn` notes what changes the script cache (`crate::redisson::cache`).
 
 use std::os::raw::c_char;
 use std::ptr::null_mut;
@@ -42,8 +42,13 @@ macro_rules! opt {
 
 /// Module strings made once at load and never freed (pointers kept as `usize`).
 struct Strings {
-    /// Per table row, the native command's name (0 for a row left to Lua).
+    /// Per table row, the native command's name for a rewritten `EVALSHA` (0 for a row left
+    /// to Lua), and the same text for a rewritten `EVAL`: a call whose script turns out not to
+    /// be cached answers as its own form would (`NOSCRIPT`, or running the body).
     markers: Vec<usize>,
+    eval_markers: Vec<usize>,
+    /// Every marker, sorted, with its row and whether it stands for `EVAL`.
+    lookup: Vec<(usize, usize, bool)>,
     /// The keywords of native arguments and the inner commands' names, for ACL checks.
     words: Vec<(&'static [u8], usize)>,
     /// Per table row, an `EVAL` body seen (held), to run the script itself by `EVAL`.
@@ -112,18 +117,33 @@ pub fn register(ctx: &redis_module::Context) -> bool {
         super::filter_probe::arm(detached as RawCtx);
     }
     // Made once: after a MODULE UNLOAD and LOAD the earlier strings are still valid.
-    STRINGS.get_or_init(|| Strings {
-        markers: ROWS
+    STRINGS.get_or_init(|| {
+        let made = || -> Vec<usize> {
+            ROWS.iter()
+                .map(|r| rewrite::native_of(r.kind).map_or(0, |n| new_string(n.name().as_bytes()) as usize))
+                .collect()
+        };
+        let (markers, eval_markers) = (made(), made());
+        let mut lookup: Vec<(usize, usize, bool)> = markers
             .iter()
-            .map(|r| rewrite::native_of(r.kind).map_or(0, |n| new_string(n.name().as_bytes()) as usize))
-            .collect(),
-        words: WORDS
-            .iter()
-            .copied()
-            .chain(acl::COMMANDS.iter().map(|c| c.as_bytes()))
-            .map(|w| (w, new_string(w) as usize))
-            .collect(),
-        bodies: ROWS.iter().map(|_| AtomicUsize::new(0)).collect(),
+            .enumerate()
+            .map(|(row, m)| (*m, row, false))
+            .chain(eval_markers.iter().enumerate().map(|(row, m)| (*m, row, true)))
+            .filter(|(m, _, _)| *m != 0)
+            .collect();
+        lookup.sort_unstable();
+        Strings {
+            markers,
+            eval_markers,
+            lookup,
+            words: WORDS
+                .iter()
+                .copied()
+                .chain(acl::COMMANDS.iter().map(|c| c.as_bytes()))
+                .map(|w| (w, new_string(w) as usize))
+                .collect(),
+            bodies: ROWS.iter().map(|_| AtomicUsize::new(0)).collect(),
+        }
     });
     READY.store(true, Relaxed);
     true
@@ -147,7 +167,9 @@ fn word(strings: &Strings, w: &[u8]) -> Option<RawStr> {
 
 mod call;
 mod dispatch;
+mod learn;
 mod permission;
 
-pub(super) use call::rewrite;
+pub(super) use call::{rewrite, Form};
 pub use dispatch::dispatch_scripted;
+pub(super) use learn::on_script;

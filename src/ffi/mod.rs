@@ -60,6 +60,7 @@ pub mod memory;
 pub mod metadata;
 pub mod modified;
 pub mod pause;
+pub mod script_cache;
 pub mod server;
 pub mod timers;
 pub mod wake_ups;

@@ -8,7 +8,8 @@
 //! length and name to what needs it:
 //! - `ACL` and `EXEC`: always (`crate::caller` caches ACL verdicts per user);
 //! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
-//! - `EVAL`/`EVALSHA`: only under `lockmod.redisson-scripts native` (`super::filter`);
+//! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
+//!   (`super::filter`); `SCRIPT` (what the script cache holds, for it): always;
 //! - any other command's keys: only while the read-hold index has entries
 //!   (`crate::watch`, `super::watch_filter`).
 
@@ -72,7 +73,7 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_in
 }
 
 /// The module's only command filter. The usual command (neither `ACL`, `EXEC`, `CONFIG`,
-/// `EVAL` nor `EVALSHA`, with nothing indexed) costs two API calls, a length match and a load.
+/// `SCRIPT`, `EVAL`, `EVAL_RO` nor `EVALSHA`, with nothing indexed) costs two API calls, a length match and a load.
 extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // SAFETY: `fctx` is live for this call; argument strings are owned by the client.
     let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
@@ -103,15 +104,32 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
             if crate::watch::active() {
                 super::watch_filter::on_exec();
             }
+            if crate::config::redisson_native() {
+                // SAFETY: as above.
+                crate::redisson::cache::on_exec(|| unsafe { super::acl::filter_client(fctx) });
+            }
         }
         6 if argc == 2 && is(b"config") => {
             if arg1().is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat")) {
                 stats::reset();
             }
         }
-        4 | 7 if (is(b"eval") || is(b"evalsha")) && crate::config::redisson_native() => {
+        // Whatever the setting: a flush queued before `native` is switched on runs after.
+        6 if is(b"script") => {
+            // SAFETY: `fctx` is live.
+            unsafe { super::filter::on_script(fctx, argc) };
+        }
+        4 | 7 if crate::config::redisson_native() && (is(b"eval") || is(b"evalsha") || is(b"eval_ro")) => {
+            use super::filter::Form;
+            let form = if name.len() == 4 {
+                Form::Eval
+            } else if name[4] == b'_' {
+                Form::EvalRo
+            } else {
+                Form::EvalSha
+            };
             // SAFETY: `fctx` is live; nothing else holds its arguments.
-            unsafe { super::filter::rewrite(fctx, argc, name.len() == 4) };
+            unsafe { super::filter::rewrite(fctx, argc, form) };
         }
         _ => {
             if crate::watch::active() {

@@ -10,9 +10,11 @@
 //! answer (an error, a state only some script versions handle) it runs the script itself,
 //! before anything was written ([`reverse`] rebuilds its KEYS and ARGV). [`stats`] counts
 //! what happened, for `INFO lockmod`, [`unknown`] spots scripts that look like Redisson's but
-//! are not in the table, and [`acl`] lists the commands a script runs, for the ACL check.
+//! are not in the table, [`acl`] lists the commands a script runs, for the ACL check, and
+//! [`cache`] tracks which of the scripts the server's script cache holds (`NOSCRIPT`).
 
 pub mod acl;
+pub mod cache;
 pub mod exec;
 pub mod reverse;
 pub mod rewrite;

@@ -1,6 +1,6 @@
 //! `INFO lockmod` counters of Redisson's scripts: calls run natively per kind, calls that ran
-//! the Lua after all, recognised calls left to Lua, and unknown scripts that look like
-//! Redisson's (a release whose scripts the table misses).
+//! the Lua after all, recognised calls left to Lua, unknown scripts that look like
+//! Redisson's (a release whose scripts the table misses), and `NOSCRIPT` answers.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -51,6 +51,9 @@ static FALLBACKS: AtomicU64 = AtomicU64::new(0);
 static LEFT: AtomicU64 = AtomicU64::new(0);
 /// Scripts not in the table that look like Redisson's (`rewrite::looks_like_redisson`).
 static UNKNOWN: AtomicU64 = AtomicU64::new(0);
+/// `EVALSHA`s of a recognised script this server's script cache does not hold, answered
+/// `NOSCRIPT` by Redis as without the module (`super::cache`).
+static NOSCRIPT: AtomicU64 = AtomicU64::new(0);
 
 pub fn native(kind: Native) {
     if let Some(i) = KINDS.iter().position(|k| *k == kind) {
@@ -66,6 +69,10 @@ pub fn left_to_lua() {
     LEFT.fetch_add(1, Relaxed);
 }
 
+pub fn noscript() {
+    NOSCRIPT.fetch_add(1, Relaxed);
+}
+
 /// Counts an unknown Redisson-like script; true the first time (to log its SHA1 once).
 pub fn unknown() -> bool {
     UNKNOWN.fetch_add(1, Relaxed) == 0
@@ -75,7 +82,7 @@ pub fn reset() {
     for c in &NATIVE {
         c.store(0, Relaxed);
     }
-    for c in [&FALLBACKS, &LEFT, &UNKNOWN] {
+    for c in [&FALLBACKS, &LEFT, &UNKNOWN, &NOSCRIPT] {
         c.store(0, Relaxed);
     }
 }
@@ -88,5 +95,6 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     v.push(("redisson_fallbacks", FALLBACKS.load(Relaxed) as i64));
     v.push(("redisson_left_to_lua", LEFT.load(Relaxed) as i64));
     v.push(("redisson_unknown_scripts", UNKNOWN.load(Relaxed) as i64));
+    v.push(("redisson_noscript", NOSCRIPT.load(Relaxed) as i64));
     v
 }

@@ -17,17 +17,44 @@ use crate::redisson::rewrite::{self, Env, A};
 use crate::redisson::table::{self, ROWS};
 use crate::redisson::{acl, stats, unknown};
 
-/// The filter's part for `EVAL` (`eval`) and `EVALSHA` under `lockmod.redisson-scripts
-/// native`: rewrites a call of a recognised script into its native command.
+/// Which script call the filter sees.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(in crate::ffi) enum Form {
+    EvalSha,
+    Eval,
+    /// `EVAL_RO`: never rewritten (Redisson's lock scripts write), but it caches its body.
+    EvalRo,
+}
+
+/// The filter's part for `EVAL`, `EVAL_RO` and `EVALSHA` under `lockmod.redisson-scripts
+/// native`: rewrites a call of a recognised script into its native command, and notes an
+/// `EVAL` left to Redis, which may add to the script cache (`crate::redisson::cache`).
 ///
 /// # Safety
 /// `fctx` must be the live filter context of this call, with `argc` arguments.
-pub(in crate::ffi) unsafe fn rewrite(fctx: Fctx, argc: c_int, eval: bool) {
-    if !READY.load(Relaxed) || OWN_CALL.load(Relaxed) {
+pub(in crate::ffi) unsafe fn rewrite(fctx: Fctx, argc: c_int, form: Form) {
+    if !READY.load(Relaxed) {
         return;
     }
-    // SAFETY: as this function's.
-    unsafe { filter(fctx, argc, eval) }
+    // Not the module's own script runs ([`OWN_CALL`]): those must reach Lua.
+    let left = if form == Form::EvalRo || OWN_CALL.load(Relaxed) {
+        Left::Lua(None)
+    } else {
+        // SAFETY: as this function's.
+        unsafe { filter(fctx, argc, form == Form::Eval) }
+    };
+    if let (Left::Lua(row), false) = (left, form == Form::EvalSha) {
+        // SAFETY: as this function's.
+        unsafe { super::learn::eval_left_to_redis(fctx, argc, row) };
+    }
+}
+
+/// What the filter did with a call: rewrote it, or left it to Lua (with the row of its body,
+/// `Some` once looked up: `Some(None)` for a body not in the table).
+#[derive(Clone, Copy)]
+pub(super) enum Left {
+    Rewritten,
+    Lua(Option<Option<usize>>),
 }
 
 /// Context flags under which a recognised script is left to Lua: a replica (the script's
@@ -41,21 +68,21 @@ const NOT_HERE: u64 = (raw::REDISMODULE_CTX_FLAGS_SLAVE
 
 /// # Safety
 /// `fctx` must be the live filter context of this call.
-unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) {
+unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) -> Left {
     // SAFETY (whole function): `fctx` is live; its argument strings are owned by the client
     // and stay alive until we replace or delete them.
     let argc = argc.max(0) as usize;
     if argc < 4 {
-        return;
+        return Left::Lua(None);
     }
     let raws: Vec<RawStr> =
         (0..argc).map(|i| unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, i as c_int) }).collect();
     if raws.iter().any(|r| r.is_null()) {
-        return;
+        return Left::Lua(None);
     }
     let Some(nk) = parse_i64(str_bytes(raws[2])).and_then(|n| usize::try_from(n).ok()).filter(|n| *n <= argc - 3)
     else {
-        return;
+        return Left::Lua(None);
     };
     let bytes: Vec<&[u8]> = raws.iter().map(|r| str_bytes(*r)).collect();
     let (keys, argv) = (&bytes[3..3 + nk], &bytes[3 + nk..]);
@@ -69,27 +96,44 @@ unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) {
             };
             log(c"notice", &format!("lockmod: a Redisson-like script not in lockmod's table ran as Lua: {sha}"));
         }
-        return;
+        return Left::Lua(Some(None));
+    };
+    let lua = |counted: fn()| {
+        counted();
+        Left::Lua(Some(Some(row)))
     };
     let kind = ROWS[row].kind;
     if rewrite::native_of(kind).is_none() {
-        return stats::left_to_lua();
+        return lua(stats::left_to_lua);
+    }
+    // A script known not to be in this server's script cache: Redis answers the `EVALSHA`
+    // with `NOSCRIPT`, and runs (and caches) the `EVAL`, as without the module. Not known
+    // either way: rewritten, and the command asks the cache when it runs (`super::dispatch`).
+    if !crate::redisson::cache::tracked() {
+        return lua(stats::left_to_lua);
+    }
+    if crate::redisson::cache::absent(row) {
+        return lua(if eval { stats::left_to_lua } else { stats::noscript });
     }
     // SAFETY: a NULL context is allowed: only the server-wide flags are reported.
     let flags = unsafe { api!(RedisModule_GetContextFlags)(null_mut()) } as u64;
     if flags & NOT_HERE != 0 {
-        return stats::left_to_lua();
+        return lua(stats::left_to_lua);
     }
     let env = Env { sharded: config::sharded() };
-    let Some(plan) = rewrite::plan(kind, keys, argv, env) else { return stats::left_to_lua() };
+    let Some(plan) = rewrite::plan(kind, keys, argv, env) else { return lua(stats::left_to_lua) };
     // Redis 7.0: the caller is unknown, so only while nobody is restricted (`all_users`).
     if opt!(RedisModule_CommandFilterGetClientId).is_none()
         && !crate::ffi::filter_probe::every_user_unrestricted(DETACHED.load(Relaxed) as RawCtx)
     {
-        return stats::left_to_lua();
+        return lua(stats::left_to_lua);
     }
-    let Some(strings) = STRINGS.get() else { return };
-    let marker = strings.markers[row] as RawStr;
+    let Some(strings) = STRINGS.get() else { return Left::Lua(Some(Some(row))) };
+    // An `EVAL` is answered from its body if its script turns out not to be cached.
+    if eval && !keep_body(strings, row, raws[1]) {
+        return lua(stats::left_to_lua);
+    }
+    let marker = if eval { strings.eval_markers[row] } else { strings.markers[row] } as RawStr;
     // The new arguments, each a reference Redis will own once inserted.
     let mut new: Vec<RawStr> = Vec::with_capacity(plan.args.len() + 1);
     let mut complete = true;
@@ -112,10 +156,7 @@ unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) {
     };
     if !allowed {
         new.into_iter().for_each(free_string);
-        return stats::left_to_lua();
-    }
-    if eval {
-        keep_body(strings, row, raws[1]);
+        return lua(stats::left_to_lua);
     }
     let (Some(replace), Some(delete), Some(insert)) = (
         opt!(RedisModule_CommandFilterArgReplace),
@@ -123,7 +164,7 @@ unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) {
         opt!(RedisModule_CommandFilterArgInsert),
     ) else {
         new.into_iter().for_each(free_string);
-        return;
+        return Left::Lua(Some(Some(row)));
     };
     let mut new = new.into_iter();
     if let Some(first) = new.next() {
@@ -137,17 +178,18 @@ unsafe fn filter(fctx: Fctx, argc: c_int, eval: bool) {
         unsafe { insert(fctx, (1 + j) as c_int, s) };
     }
     USED.store(true, Relaxed);
+    Left::Rewritten
 }
 
-/// Keeps the first `EVAL` body seen for a row: the script is then run by `EVAL` (a body the
-/// client sent by `EVAL` may never have been loaded, so `EVALSHA` could say NOSCRIPT).
-fn keep_body(strings: &Strings, row: usize, body: RawStr) {
+/// Keeps the first `EVAL` body seen for a row, to run a rewritten `EVAL` as Lua would (an
+/// `EVALSHA` of it could say `NOSCRIPT`). False if no body is kept.
+fn keep_body(strings: &Strings, row: usize, body: RawStr) -> bool {
     if strings.bodies[row].load(Relaxed) != 0 {
-        return;
+        return true;
     }
-    if let Some(h) = hold(body) {
-        if strings.bodies[row].compare_exchange(0, h as usize, Relaxed, Relaxed).is_err() {
-            free_string(h);
-        }
+    let Some(h) = hold(body) else { return false };
+    if strings.bodies[row].compare_exchange(0, h as usize, Relaxed, Relaxed).is_err() {
+        free_string(h);
     }
+    true
 }

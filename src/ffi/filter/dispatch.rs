@@ -13,7 +13,7 @@ use crate::ffi::{Args, Ctx, Handler, RawCtx, RawStr, OK};
 use crate::redisson::exec::{self, Outcome};
 use crate::redisson::rewrite::{self, Env};
 use crate::redisson::table::ROWS;
-use crate::redisson::{reverse, stats};
+use crate::redisson::{cache, reverse, stats};
 
 /// The dispatch of a call the filter rewrote (`argv[0]` one of its markers): runs it through
 /// `crate::redisson::exec`, or the script itself. `None` for any other command.
@@ -26,30 +26,43 @@ pub unsafe fn dispatch_scripted(ctx: RawCtx, argv: &[RawStr], handler: Handler) 
     }
     let first = *argv.first()? as usize;
     let strings = STRINGS.get()?;
-    let row = strings.markers.iter().position(|m| *m == first)?;
+    let i = strings.lookup.binary_search_by_key(&first, |(m, _, _)| *m).ok()?;
+    let (_, row, eval) = strings.lookup[i];
     let kind = ROWS[row].kind;
     let native = rewrite::native_of(kind)?;
     let c = Ctx(ctx);
     let args = Args::new(argv);
+    let failed = || c.reply_error("ERR internal error in lockmod (see the server log)");
+    // Not known to be in the script cache (a flush or an eviction may have run since the
+    // filter saw the call): asked now. Not there, or not known: the call runs as sent, so an
+    // `EVALSHA` gets Redis' own `NOSCRIPT` and an `EVAL` caches its body.
+    let cached = cache::present(row)
+        || catch_unwind(AssertUnwindSafe(|| crate::ffi::script_cache::holds(&c, row))).ok().flatten() == Some(true);
+    if !cached {
+        if catch_unwind(AssertUnwindSafe(|| unsafe { run_script(&c, strings, row, eval, &args) })).is_err() {
+            failed();
+        }
+        return Some(OK);
+    }
     match catch_unwind(AssertUnwindSafe(|| exec::run(&c, &args, kind, native, handler))) {
         Ok(Outcome::Reply(r)) => c.reply(&r),
         Ok(Outcome::Fallback) => {
-            if catch_unwind(AssertUnwindSafe(|| unsafe { run_script(&c, strings, row, &args) })).is_err() {
-                c.reply_error("ERR internal error in lockmod (see the server log)");
+            if catch_unwind(AssertUnwindSafe(|| unsafe { run_script(&c, strings, row, eval, &args) })).is_err() {
+                failed();
             }
         }
-        Err(_) => c.reply_error("ERR internal error in lockmod (see the server log)"),
+        Err(_) => failed(),
     }
     Some(OK)
 }
 
-/// Runs the script of `row` itself, with the KEYS and ARGV the call was made with, and
-/// replies what it replies (in the client's protocol). Its writes replicate as the script's.
+/// Runs the script of `row` itself as the client sent it (`EVAL` of the body if `eval`, else
+/// `EVALSHA`), with the KEYS and ARGV the call was made with, and replies what it replies (in
+/// the client's protocol). Its writes replicate as the script's.
 ///
 /// # Safety
 /// `c` must be a live command context.
-unsafe fn run_script(c: &Ctx, strings: &Strings, row: usize, args: &Args) {
-    stats::fallback();
+unsafe fn run_script(c: &Ctx, strings: &Strings, row: usize, eval: bool, args: &Args) {
     let kind = ROWS[row].kind;
     let native: Vec<&[u8]> = (1..args.len()).map(|i| args.bytes(i)).collect();
     let env = Env { sharded: config::sharded() };
@@ -62,9 +75,10 @@ unsafe fn run_script(c: &Ctx, strings: &Strings, row: usize, args: &Args) {
         return c.reply_error("ERR lockmod could not run the Redisson script");
     };
     let body = strings.bodies[row].load(Relaxed) as RawStr;
-    let held = if body.is_null() { None } else { hold(body) };
+    let held = if eval && !body.is_null() { hold(body) } else { None };
     let (cmd, script) = match held {
         Some(h) => (c"EVAL", h),
+        None if eval => return c.reply_error("ERR lockmod could not run the Redisson script"),
         None => (c"EVALSHA", new_string(ROWS[row].sha.as_bytes())),
     };
     let mut v: Vec<RawStr> = vec![script, new_string(keys.len().to_string().as_bytes())];
@@ -78,9 +92,32 @@ unsafe fn run_script(c: &Ctx, strings: &Strings, row: usize, args: &Args) {
     if reply.is_null() {
         return c.reply_error("ERR lockmod could not run the Redisson script");
     }
+    // SAFETY: a live call reply.
+    let noscript = unsafe { api!(RedisModule_CallReplyType)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int
+        && unsafe { reply_text(reply) }.starts_with(b"NOSCRIPT");
+    if noscript {
+        stats::noscript();
+    } else {
+        stats::fallback();
+    }
     // SAFETY: a live call reply, freed once after it was copied to the client.
     unsafe {
         reply_with(c.raw(), reply);
         free_reply(reply);
     }
+}
+
+/// The text of a call reply (an error's message).
+///
+/// # Safety
+/// `reply` must be a live call reply; the text is borrowed from it.
+unsafe fn reply_text<'a>(reply: *mut raw::RedisModuleCallReply) -> &'a [u8] {
+    let mut len = 0usize;
+    // SAFETY: a live reply; Redis writes the length.
+    let p = unsafe { api!(RedisModule_CallReplyStringPtr)(reply, &mut len) };
+    if p.is_null() {
+        return &[];
+    }
+    // SAFETY: `len` bytes at `p`, alive as long as the reply.
+    unsafe { std::slice::from_raw_parts(p as *const u8, len) }
 }
