@@ -55,6 +55,31 @@ static int Acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return RedisModule_ReplyWithNull(ctx);
 }
 
+/* FLOOR.ACQUIREKIND key owner lease: FLOOR.ACQUIRE plus the one read LOCK.ACQUIRE makes
+ * beyond the writes on a free name (issue 16's "one name, one kind": a free name with a live
+ * fair waiter is not taken past it): whether the name's fair queue exists. Not the floor of
+ * the target; a reference that shows what that read costs. */
+static int AcquireKind(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 4) return RedisModule_WrongArity(ctx);
+    /* The name built with copies, not a printf (which alone costs more than the lookup). */
+    static const char pre[] = "redisson_lock_queue:";
+    size_t len, n = sizeof pre - 1;
+    const char *k = RedisModule_StringPtrLen(argv[1], &len);
+    char buf[512];
+    if (len > sizeof buf - n - 2) return RedisModule_ReplyWithError(ctx, "ERR the floor takes short names only");
+    int tagged = memchr(k, '{', len) != NULL;
+    memcpy(buf, pre, n);
+    if (!tagged) buf[n++] = '{';
+    memcpy(buf + n, k, len);
+    n += len;
+    if (!tagged) buf[n++] = '}';
+    RedisModuleString *queue = RedisModule_CreateString(ctx, buf, n);
+    int queued = RedisModule_KeyExists(ctx, queue);
+    RedisModule_FreeString(ctx, queue);
+    if (queued) return RedisModule_ReplyWithError(ctx, "ERR the floor takes names without a fair queue only");
+    return Acquire(ctx, argv, argc);
+}
+
 /* FLOOR.UNLOCK key owner lease: to zero, HINCRBY owner -1, DEL and PUBLISH 0 on the lock
  * channel; else HINCRBY owner -1 and PEXPIREAT. Nil when the owner holds nothing. */
 static int Unlock(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -146,6 +171,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     (void)argc;
     if (RedisModule_Init(ctx, "floor", 1, REDISMODULE_APIVER_1) != REDISMODULE_OK) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.acquire", Acquire, "write deny-oom fast", 1, 1, 1) != REDISMODULE_OK ||
+        RedisModule_CreateCommand(ctx, "floor.acquirekind", AcquireKind, "write deny-oom fast", 1, 1, 1) != REDISMODULE_OK ||
         RedisModule_CreateCommand(ctx, "floor.unlock", Unlock, "write fast", 1, 1, 1) != REDISMODULE_OK ||
         RedisModule_CreateCommand(ctx, "floor.rlock", RLock, "write deny-oom fast", 1, 1, 1) != REDISMODULE_OK)
         return REDISMODULE_ERR;
