@@ -378,6 +378,10 @@ pub fn may_name_later_keys(cmd: &[u8]) -> bool {
 /// ones (the same names as [`LATER`]; a test checks), a comparison for the long ones.
 #[inline(never)]
 fn is_later(cmd: &[u8]) -> bool {
+    // `DEL`, the usual one, first: no other name of the list has 3 bytes.
+    if cmd.len() == 3 {
+        return cmd.eq_ignore_ascii_case(b"del");
+    }
     if cmd.len() > 8 {
         return LATER.iter().any(|n| n.len() > 8 && cmd.eq_ignore_ascii_case(n));
     }
@@ -543,6 +547,7 @@ mod tests {
             BZMPOP, BLPOP, BRPOP, BZPOPMIN, BZPOPMAX, MIGRATE,
         ];
         assert_eq!(packed.len(), short);
+        assert_eq!(LATER.iter().filter(|n| n.len() == 3).collect::<Vec<_>>(), [b"del"]);
         assert!(LATER.iter().filter(|n| n.len() <= 8).all(|n| packed.contains(&pack(n))));
     }
 }

@@ -41,12 +41,20 @@ pub(super) fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx, cmd: &[u8]
             return;
         }
     }
+    // `GET`, the usual read, changes nothing: not even its key is fetched.
+    if cmd.len() == 3 && cmd.eq_ignore_ascii_case(b"get") {
+        return;
+    }
     let Some(first) = arg(fctx, 1) else { return };
     if watch::may_matter(first) {
         guarded(|| on_first(cmd, first));
     }
     if watch::may_name_later_keys(cmd) {
-        guarded(|| on_later(fctx));
+        // SAFETY: `fctx` is live for this call.
+        let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
+        if argc > 2 {
+            guarded(|| on_later(fctx, argc));
+        }
     }
 }
 
@@ -77,9 +85,7 @@ fn on_first(cmd: &[u8], first: &[u8]) {
 
 /// A command that changes keys named after `argv[1]`: each of them may be a hit.
 #[inline(never)]
-fn on_later(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    // SAFETY: `fctx` is live for this call.
-    let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
+fn on_later(fctx: *mut raw::RedisModuleCommandFilterCtx, argc: c_int) {
     for name in (2..argc).filter_map(|i| arg(fctx, i)) {
         if watch::may_matter(name) {
             on_hit(name);
