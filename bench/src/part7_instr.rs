@@ -119,7 +119,7 @@ pub fn run(b: &mut Bench) -> Res<()> {
                 callgrind::clean(t);
             }
             // The log's last warning says why.
-            let first = e.lines().filter(|l| l.contains(" # ")).next_back().unwrap_or(&e).to_string();
+            let first = e.lines().rfind(|l| l.contains(" # ")).unwrap_or(&e).to_string();
             b.report
                 .skip(format!("part 7b, instructions per command: the server does not start under valgrind: {first}"));
             return Ok(());
