@@ -91,6 +91,7 @@ impl Registry {
     fn reset(&mut self) {
         for key in self.locks.values().flat_map(HashMap::keys) {
             crate::watch::remove(key);
+            crate::watch::remove_root(root_first(key));
         }
         *self = Registry::default();
     }
@@ -102,6 +103,7 @@ impl Registry {
     fn remove(&mut self, db: i32, key: &[u8]) {
         let Some(h) = self.locks.get_mut(&db).and_then(|m| m.remove(key)) else { return };
         crate::watch::remove(key);
+        crate::watch::remove_root(root_first(key));
         self.positions = self.positions.saturating_sub(h.positions());
         let root = names::suffix(key, b"");
         if let Some(roots) = self.roots.get_mut(&db) {
@@ -126,6 +128,14 @@ impl Registry {
         for lock in hit {
             self.remove(db, &lock);
         }
+    }
+}
+
+/// The first byte of a lock's timeout keys: those of `names::suffix(key, ..)`.
+fn root_first(key: &[u8]) -> u8 {
+    match key.first() {
+        Some(&b) if key.contains(&b'{') => b,
+        _ => b'{',
     }
 }
 
@@ -187,6 +197,7 @@ pub fn insert(db: i32, key: &[u8], holds: HoldExpiries, now: i64) {
         r.positions += n;
         r.locks.entry(db).or_default().insert(key.to_vec(), holds);
         crate::watch::add(key);
+        crate::watch::add_root(root_first(key));
         r.roots.entry(db).or_default().entry(names::suffix(key, b"")).or_default().push(key.to_vec());
     });
 }

@@ -6,8 +6,11 @@
 //! be read back, learns of those writes from a command filter, which Redis runs before every
 //! command from a client, queued in `MULTI`, or called by a script. The module's one filter
 //! (`crate::ffi::server`) looks at keys only while the index has entries (one flag test
-//! otherwise); then each command costs a classification of its name, and a bit test per key
-//! argument (a hash lookup only when the bit is set).
+//! otherwise). Then each command costs a look at `argv[1]` ([`may_matter`]: a bit test for
+//! the watched names, a first-byte test for timeout keys; a hash lookup or a suffix test only
+//! when those pass), and a bit test on its name ([`may_name_later_keys`]) before the few
+//! commands that change keys named later have their other arguments looked at. A command is
+//! classified by name ([`classify`], to let reads through) only when a key matters.
 //!
 //! This file is pure: the set of watched names (a multiset), and the classification of a
 //! command by its name. The filter's part that uses them is `crate::ffi::watch_filter`.
@@ -26,15 +29,21 @@ struct Names {
     count: HashMap<Vec<u8>, u32, RandomState>,
     /// How many watched names set each bit of [`MASK`].
     per_bit: Vec<u32>,
+    /// How many timeout-key roots start with each byte (bits of [`ROOTS`]).
+    per_root: Vec<u32>,
 }
 
 /// A one-hash Bloom filter of the watched names over their length, first and last byte: a
 /// static, so the filter's usual miss costs a few instructions and no thread-local access.
 static MASK: [AtomicU64; BITS / 64] = [const { AtomicU64::new(0) }; BITS / 64];
 
+/// The first bytes of the timeout keys of indexed locks (`{name}:...`, or `name:...` for a name
+/// with a hash tag): a key starting with any other byte is no timeout key of theirs.
+static ROOTS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
 fn bit(name: &[u8]) -> usize {
     let (first, last) = (name.first().copied().unwrap_or(0), name.last().copied().unwrap_or(0));
-    (name.len().wrapping_mul(131) ^ usize::from(first).wrapping_mul(31) ^ usize::from(last)) % BITS
+    (name.len() ^ usize::from(first) << 2 ^ usize::from(last) << 5) % BITS
 }
 
 thread_local! {
@@ -108,6 +117,31 @@ pub fn remove(name: &[u8]) {
     refresh();
 }
 
+/// A lock whose timeout keys start with `first` is indexed (once more).
+pub fn add_root(first: u8) {
+    NAMES.with(|n| {
+        let Ok(mut n) = n.try_borrow_mut() else { return };
+        if n.per_root.is_empty() {
+            n.per_root = vec![0; 256];
+        }
+        n.per_root[usize::from(first)] += 1;
+        ROOTS[usize::from(first / 64)].fetch_or(1 << (first % 64), Relaxed);
+    });
+}
+
+/// One lock whose timeout keys start with `first` is no longer indexed.
+pub fn remove_root(first: u8) {
+    NAMES.with(|n| {
+        let Ok(mut n) = n.try_borrow_mut() else { return };
+        if let Some(k) = n.per_root.get_mut(usize::from(first)) {
+            *k = k.saturating_sub(1);
+            if *k == 0 {
+                ROOTS[usize::from(first / 64)].fetch_and(!(1 << (first % 64)), Relaxed);
+            }
+        }
+    });
+}
+
 /// Forgets every name (the module was loaded again: Redis forgot nothing it needs, we did).
 pub fn reset() {
     NAMES.with(|n| {
@@ -115,7 +149,7 @@ pub fn reset() {
             *n = Names::default();
         }
     });
-    for w in &MASK {
+    for w in MASK.iter().chain(&ROOTS) {
         w.store(0, Relaxed);
     }
     INDEXED.store(false, Relaxed);
@@ -130,6 +164,25 @@ pub fn is_watched(name: &[u8]) -> bool {
         return false;
     }
     NAMES.with(|n| n.try_borrow().is_ok_and(|n| n.count.contains_key(name)))
+}
+
+/// Whether a command naming `key` may change what the filter watches: a watched name, or
+/// (while read holds are indexed) a key shaped like a timeout key of an indexed lock. Almost
+/// every other key costs a bit test and a byte test, inline; the rest is out of line.
+#[inline]
+pub fn may_matter(key: &[u8]) -> bool {
+    let b = bit(key);
+    let first = key.first().copied().unwrap_or(0);
+    // Both loads and tests, no branch between them.
+    let named = MASK[b / 64].load(Relaxed) & (1 << (b % 64)) != 0;
+    let rooted = ROOTS[usize::from(first / 64)].load(Relaxed) & (1 << (first % 64)) != 0;
+    (named || rooted) && matters(key)
+}
+
+/// [`may_matter`] past its bit tests.
+#[inline(never)]
+fn matters(key: &[u8]) -> bool {
+    is_watched(key) || (indexed() && !key.is_empty() && looks_like_timeout_key(key))
 }
 
 /// How many distinct names are watched (for `INFO lockmod`).
@@ -264,30 +317,112 @@ packed!(
     SCAN = b"scan",
 );
 
-/// Classifies a command by its name (any case): a length test and one match on a packed
-/// number for the usual names, so the filter can afford it on every command. Unknown
-/// commands are [`Keys::First`]: a spurious hit only costs a re-check, a missed one a late
-/// wake-up.
-pub fn classify(cmd: &[u8]) -> Keys {
+/// The commands that change keys named after `argv[1]` ([`Keys::All`]), in lower case.
+const LATER: &[&[u8]] = &[
+    b"del",
+    b"unlink",
+    b"mset",
+    b"msetnx",
+    b"rename",
+    b"renamenx",
+    b"copy",
+    b"smove",
+    b"lmove",
+    b"blmove",
+    b"bitop",
+    b"sort",
+    b"lmpop",
+    b"blmpop",
+    b"zmpop",
+    b"bzmpop",
+    b"blpop",
+    b"brpop",
+    b"bzpopmin",
+    b"bzpopmax",
+    b"migrate",
+    b"rpoplpush",
+    b"brpoplpush",
+    b"georadius",
+    b"georadiusbymember",
+    b"geosearchstore",
+];
+
+/// A name's bit in [`LATER_MASK`], from its length, first and last byte (any case).
+const fn later_bit(len: usize, first: u8, last: u8) -> usize {
+    (len ^ ((first | 0x20) as usize) << 1 ^ ((last | 0x20) as usize) << 4) % 512
+}
+
+/// A one-hash Bloom filter of [`LATER`]: the usual command fails it with one test.
+const LATER_MASK: [u64; 8] = {
+    let mut m = [0u64; 8];
+    let mut i = 0;
+    while i < LATER.len() {
+        let n = LATER[i];
+        let b = later_bit(n.len(), n[0], n[n.len() - 1]);
+        m[b / 64] |= 1 << (b % 64);
+        i += 1;
+    }
+    m
+};
+
+/// Whether `cmd` is one of the commands that change keys named after `argv[1]`: a bit test,
+/// and a comparison with each of [`LATER`] only when the bit is set.
+#[inline]
+pub fn may_name_later_keys(cmd: &[u8]) -> bool {
+    let (Some(&first), Some(&last)) = (cmd.first(), cmd.last()) else { return false };
+    let b = later_bit(cmd.len(), first, last);
+    LATER_MASK[b / 64] & (1 << (b % 64)) != 0 && is_later(cmd)
+}
+
+/// [`may_name_later_keys`] past its bit test: one match on the packed name for the short
+/// ones (the same names as [`LATER`]; a test checks), a comparison for the long ones.
+#[inline(never)]
+fn is_later(cmd: &[u8]) -> bool {
+    // `DEL`, the usual one, first: no other name of the list has 3 bytes.
+    if cmd.len() == 3 {
+        return cmd.eq_ignore_ascii_case(b"del");
+    }
     if cmd.len() > 8 {
-        let is = |name: &[u8]| cmd.eq_ignore_ascii_case(name);
-        return if is_own(cmd) {
-            Keys::Ignore
-        } else if is(b"rpoplpush")
-            || is(b"brpoplpush")
-            || is(b"georadius")
-            || is(b"georadiusbymember")
-            || is(b"geosearchstore")
-        {
-            Keys::All
-        } else {
-            Keys::First
-        };
+        return LATER.iter().any(|n| n.len() > 8 && cmd.eq_ignore_ascii_case(n));
+    }
+    matches!(
+        pack_rt(cmd),
+        DEL | UNLINK
+            | MSET
+            | MSETNX
+            | RENAME
+            | RENAMENX
+            | COPY
+            | SMOVE
+            | LMOVE
+            | BLMOVE
+            | BITOP
+            | SORT
+            | LMPOP
+            | BLMPOP
+            | ZMPOP
+            | BZMPOP
+            | BLPOP
+            | BRPOP
+            | BZPOPMIN
+            | BZPOPMAX
+            | MIGRATE
+    )
+}
+
+/// Classifies a command by its name (any case): a length test and one match on a packed
+/// number for the usual names. The filter asks only for a command that names a key that
+/// matters ([`may_matter`]). Unknown commands are [`Keys::First`]: a spurious hit only costs
+/// a re-check, a missed one a late wake-up.
+pub fn classify(cmd: &[u8]) -> Keys {
+    if may_name_later_keys(cmd) {
+        return Keys::All;
+    }
+    if cmd.len() > 8 {
+        return if is_own(cmd) { Keys::Ignore } else { Keys::First };
     }
     match pack_rt(cmd) {
         EXEC => Keys::Exec,
-        DEL | UNLINK | MSET | MSETNX | RENAME | RENAMENX | COPY | SMOVE | LMOVE | BLMOVE | BITOP | SORT | LMPOP
-        | BLMPOP | ZMPOP | BZMPOP | BLPOP | BRPOP | BZPOPMIN | BZPOPMAX | MIGRATE => Keys::All,
         // Reads that name a key first, and commands without keys, that clients send often:
         // a monitoring `HGETALL` of a lock must not drop its index entry.
         GET | MGET | EXISTS | TYPE | TTL | PTTL | STRLEN | HGET | HMGET | HGETALL | HEXISTS | HLEN | HKEYS | HVALS
@@ -330,8 +465,27 @@ mod tests {
         assert!(!active());
         set_indexed(true);
         assert!(active() && indexed());
+        // Timeout keys matter only while indexed, and only with an indexed lock's first byte.
+        let timeout = b"{doc}:r1:rwlock_timeout:1";
+        assert!(!may_matter(timeout));
+        add_root(b'{');
+        add_root(b'{');
+        assert!(may_matter(timeout) && !may_matter(b"xdoc}:r1:rwlock_timeout:1") && !may_matter(b"{doc}"));
+        remove_root(b'{');
+        assert!(may_matter(timeout));
+        remove_root(b'{');
+        assert!(!may_matter(timeout));
+        add(b"doc");
+        assert!(may_matter(b"doc") && !may_matter(b"") && !may_matter(b"dog"));
+        remove(b"doc");
         set_indexed(false);
         assert!(!active());
+        add_root(b'{');
+        assert!(!may_matter(timeout), "not while nothing is indexed");
+        reset();
+        set_indexed(true);
+        assert!(!may_matter(timeout), "reset forgets the roots");
+        set_indexed(false);
     }
 
     #[test]
@@ -371,5 +525,29 @@ mod tests {
         for name in [&b"a"[..], b"ab", b"abc", b"abcd", b"aBcDe", b"abcdef", b"abcdefg", b"ABCDEFGH"] {
             assert_eq!(pack_rt(name), pack(name), "{name:?}");
         }
+    }
+
+    #[test]
+    fn commands_that_change_later_keys_are_told_apart_in_any_case_and_the_usual_writes_fail_the_bit_test() {
+        for name in LATER {
+            let upper = name.to_ascii_uppercase();
+            assert!(may_name_later_keys(name) && may_name_later_keys(&upper), "{name:?}");
+            assert_eq!(classify(&upper), Keys::All, "{name:?}");
+        }
+        for name in [&b"SET"[..], b"GET", b"INCR", b"HSET", b"LPUSH", b"ZADD", b"PEXPIRE", b"HINCRBY", b"EXPIRE"] {
+            let b = later_bit(name.len(), name[0], name[name.len() - 1]);
+            assert_eq!(LATER_MASK[b / 64] & (1 << (b % 64)), 0, "{name:?} pays a comparison");
+            assert!(!may_name_later_keys(name));
+        }
+        assert!(!may_name_later_keys(b"") && !may_name_later_keys(b"dele"));
+        // The packed match holds exactly the short names of the list.
+        let short = LATER.iter().filter(|n| n.len() <= 8).count();
+        let packed = [
+            DEL, UNLINK, MSET, MSETNX, RENAME, RENAMENX, COPY, SMOVE, LMOVE, BLMOVE, BITOP, SORT, LMPOP, BLMPOP, ZMPOP,
+            BZMPOP, BLPOP, BRPOP, BZPOPMIN, BZPOPMAX, MIGRATE,
+        ];
+        assert_eq!(packed.len(), short);
+        assert_eq!(LATER.iter().filter(|n| n.len() == 3).collect::<Vec<_>>(), [b"del"]);
+        assert!(LATER.iter().filter(|n| n.len() <= 8).all(|n| packed.contains(&pack(n))));
     }
 }

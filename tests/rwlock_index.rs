@@ -145,3 +145,41 @@ fn a_reloaded_module_forgets_the_index_it_had() {
     ok(&mut c, &["HSET", "doc", "r1", "1"]);
     assert_eq!(indexed(&mut c), 0);
 }
+
+/// The filter's cheap tests before any lookup (a bit per watched name, the first byte of an
+/// indexed lock's timeout keys, a bit per command that names keys after `argv[1]`) miss no
+/// timeout key: not one named later in a command, nor one of a lock whose name has a hash tag
+/// (its timeout keys start with the name, not `{`); and writes to other keys keep the entry.
+#[test]
+fn timeout_keys_named_later_or_of_a_tagged_lock_drop_the_entry_and_other_keys_keep_it() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let lock = "app{doc}";
+    let t = |owner: &str| names::read_timeout(lock, owner, 1);
+    assert!(t("r1").starts_with("app{doc}:"), "{}", t("r1"));
+    for i in 0..6 {
+        ok(&mut c, &["RWLOCK.RLOCK", lock, &format!("r{i}"), &(10_000 + i * 1000).to_string()]);
+    }
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", lock, "r0", "READ", "1"]), Value::Int(0));
+    assert_eq!(indexed(&mut c), 5);
+
+    ok(&mut c, &["DEL", "other:1", "other:2", "app{other}"]);
+    ok(&mut c, &["MSET", "other:1", "1", "other:2", "2"]);
+    ok(&mut c, &["SET", "app:{doc}:r1:rwlock_timeout:1", "1"]);
+    assert_eq!(indexed(&mut c), 5, "writes to other keys keep the entry");
+
+    ok(&mut c, &["PEXPIRE", &t("r1"), "60000"]);
+    assert_eq!(indexed(&mut c), 0, "a PEXPIRE of a tagged lock's timeout key drops the entry");
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", lock, "r2", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, lock), 60_000, 100);
+    assert_eq!(indexed(&mut c), 4);
+
+    ok(&mut c, &["DEL", "other:1", &t("r1")]);
+    assert_eq!(indexed(&mut c), 0, "a DEL naming the timeout key second drops the entry");
+    assert_eq!(ok(&mut c, &["RWLOCK.UNLOCK", lock, "r3", "READ", "1"]), Value::Int(0));
+    assert_near(pttl(&mut c, lock), 15_000, 200);
+    assert_eq!(indexed(&mut c), 3, "r1 (its hash field stays), r4 and r5");
+
+    ok(&mut c, &["MSET", "other:1", "1", &t("r5"), "1"]);
+    assert_eq!(indexed(&mut c), 0, "an MSET naming the timeout key later drops the entry");
+}

@@ -6,6 +6,11 @@
 
 use std::thread::JoinHandle;
 
+#[path = "callgrind_requests.rs"]
+mod callgrind;
+#[path = "part7_instr.rs"]
+mod instr;
+
 use crate::report::Table;
 use crate::server::{call_s, command_stat, cpu_seconds, info_f64, redis_benchmark, Res, Server};
 use crate::stats::{num, ratios, Ratio, Summary};
@@ -25,7 +30,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
 
 /// What runs on the module's server while the traffic is measured.
 #[derive(Clone, Copy, PartialEq)]
-enum State {
+pub(crate) enum State {
     Idle,
     Held,
     Indexed,
@@ -33,8 +38,11 @@ enum State {
     Fair,
 }
 
+/// Every state, in the order measured.
+const STATES: [State; 5] = [State::Idle, State::Held, State::Indexed, State::Parked, State::Fair];
+
 impl State {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             State::Idle => "loaded, idle",
             State::Held => "100 locks held",
@@ -47,7 +55,7 @@ impl State {
 
 /// Keeps the state as it was set up between runs: the read-hold index is dropped after 5 s
 /// without a read unlock, so each run on the module's server is preceded by one per lock.
-fn refresh(s: &Server, state: State) -> Res<()> {
+pub(crate) fn refresh(s: &Server, state: State) -> Res<()> {
     if state == State::Indexed {
         let mut c = s.conn()?;
         for l in 0..8 {
@@ -77,7 +85,7 @@ fn run_one(s: &Server, n: usize, stat: &str, cmd: &[&str]) -> Res<[f64; 3]> {
 }
 
 /// Clients parked on the module's server for a state, released (killed) by [`Parked::end`].
-struct Parked {
+pub(crate) struct Parked {
     ids: Vec<i64>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -90,7 +98,7 @@ impl Parked {
         Ok((id, std::thread::spawn(move || drop(crate::server::call(&mut c, &args)))))
     }
 
-    fn end(self, s: &Server) -> Res<()> {
+    pub(crate) fn end(self, s: &Server) -> Res<()> {
         let mut c = s.conn()?;
         for id in &self.ids {
             let _ = call_s(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
@@ -104,7 +112,7 @@ impl Parked {
 }
 
 /// Sets `state` up on the module's server (flushed first).
-fn enter(s: &Server, state: State) -> Res<Parked> {
+pub(crate) fn enter(s: &Server, state: State) -> Res<Parked> {
     let mut c = s.conn()?;
     call_s(&mut c, &["FLUSHALL"])?;
     let mut parked = Parked { ids: vec![], threads: vec![] };
@@ -168,8 +176,13 @@ fn enter(s: &Server, state: State) -> Res<Parked> {
 }
 
 pub fn run(b: &mut Bench) -> Res<()> {
+    // `LOCKMOD_BENCH_7B_ONLY=1 ... --only 7`: the instruction counts alone (about 30 s).
+    if std::env::var_os("LOCKMOD_BENCH_7B_ONLY").is_some() {
+        return instr::run(b);
+    }
     let rounds = b.rounds(5);
     let n = b.size(50_000, 3_000);
+    let idle_secs = if b.quick { 0.5 } else { 2.0 };
     if !b.has("LOCK.ACQUIRE") || !b.has("FAIRLOCK.ACQUIRE") || !b.has("RWLOCK.RLOCK") {
         return Err("part 7 needs LOCK.*, RWLOCK.* and FAIRLOCK.*".into());
     }
@@ -190,8 +203,25 @@ pub fn run(b: &mut Bench) -> Res<()> {
     ]);
     // Per measure (usec, CPU, req/s): all noise ratios, over every state and command.
     let mut noise: [Vec<f64>; 3] = Default::default();
-    for state in [State::Idle, State::Held, State::Indexed, State::Parked, State::Fair] {
+    let mut idle_t = Table::new(&[
+        "module's server",
+        "server CPU while idle: no module (share of one core)",
+        "module",
+        "module - no module",
+        "the filter looks at keys (`lockmod_command_filter`)",
+    ]);
+    for state in STATES {
         let parked = enter(&b.m, state)?;
+        refresh(&b.m, state)?;
+        let (plain, module) = idle_cpu(&b.p, &b.m, idle_secs)?;
+        let looks = info_f64(&mut b.m.conn()?, "lockmod", "lockmod_command_filter")? > 0.0;
+        idle_t.row(vec![
+            state.name().to_string(),
+            format!("{:.2}%", plain * 100.0),
+            format!("{:.2}%", module * 100.0),
+            format!("{:+.2}%", (module - plain) * 100.0),
+            if looks { "yes" } else { "no" }.to_string(),
+        ]);
         // The worst command per measure: (median ratio, command); for req/s the lowest.
         let mut worst: [(f64, &str); 3] = [(f64::NEG_INFINITY, ""), (f64::NEG_INFINITY, ""), (f64::INFINITY, "")];
         // Per measure, each command's median ratio, module and noise: the state's summary.
@@ -281,5 +311,29 @@ pub fn run(b: &mut Bench) -> Res<()> {
         vec![t],
         vec![],
     );
-    Ok(())
+    b.report.section(
+        "7a. The tax outside commands",
+        &format!(
+            "What each server spends with no traffic at all, while the state lasts: server CPU (`INFO cpu`, user + \
+             sys) over {idle_secs} s of idle, both servers over the same seconds, as a share of one core. The \
+             module's own work here is its timers: while clients are parked, the poll of their locks every 5 ms \
+             (`src/blocking/poll.rs`); otherwise none. Redis' own `serverCron` (10 times a second) is the no-module \
+             column. The last column says whether the command filter looks at other commands' keys in that state \
+             (only while read holds are indexed: parked clients are served by the poll, not the filter)."
+        ),
+        vec![idle_t],
+        vec![],
+    );
+    instr::run(b)
+}
+
+/// Server CPU over `secs` of idle, as a share of one core: (`p`, `m`), both over the same window.
+fn idle_cpu(p: &Server, m: &Server, secs: f64) -> Res<(f64, f64)> {
+    let (mut cp, mut cm) = (p.conn()?, m.conn()?);
+    let (p0, m0) = (cpu_seconds(&mut cp)?, cpu_seconds(&mut cm)?);
+    let t0 = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+    let (p1, m1) = (cpu_seconds(&mut cp)?, cpu_seconds(&mut cm)?);
+    let wall = t0.elapsed().as_secs_f64();
+    Ok(((p1 - p0) / wall, (m1 - m0) / wall))
 }

@@ -27,13 +27,26 @@ fn free_port() -> Res<u16> {
 impl Server {
     /// Starts a server; `module` is the path of the module to load, if any.
     pub fn start(binary: &str, module: Option<&Path>, tag: &str) -> Res<Server> {
+        Server::start_under(&[], binary, module, tag)
+    }
+
+    /// Starts a server run by `wrapper` (a command line the server's own is appended to, e.g.
+    /// `valgrind --tool=callgrind ...`); an empty wrapper runs the server directly.
+    pub fn start_under(wrapper: &[String], binary: &str, module: Option<&Path>, tag: &str) -> Res<Server> {
         let mut last = String::new();
         for attempt in 0..5 {
             let port = free_port()?;
             let dir = std::env::temp_dir().join(format!("lockmod-bench-{}-{tag}-{attempt}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            let mut cmd = Command::new(binary);
+            let mut cmd = match wrapper.split_first() {
+                Some((w, rest)) => {
+                    let mut c = Command::new(w);
+                    c.args(rest).arg(binary);
+                    c
+                }
+                None => Command::new(binary),
+            };
             cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .args(["--daemonize", "no", "--maxclients", "10000", "--enable-debug-command", "yes"])
                 .arg("--dir")
@@ -46,7 +59,9 @@ impl Server {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let child = cmd.spawn().map_err(|e| format!("cannot start {binary} (run scripts/install-deps.sh): {e}"))?;
             let mut s = Server { port, module: module.is_some(), child, dir };
-            match s.wait_ready() {
+            // Under valgrind a server takes seconds to start.
+            let wait = Duration::from_secs(if wrapper.is_empty() { 10 } else { 120 });
+            match s.wait_ready(wait) {
                 Ok(()) => return Ok(s),
                 Err(e) => last = e,
             }
@@ -54,8 +69,8 @@ impl Server {
         Err(format!("redis-server did not start: {last}"))
     }
 
-    fn wait_ready(&mut self) -> Res<()> {
-        let deadline = Instant::now() + Duration::from_secs(10);
+    fn wait_ready(&mut self, wait: Duration) -> Res<()> {
+        let deadline = Instant::now() + wait;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
@@ -68,7 +83,12 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err("no PING reply within 10 s".into())
+        Err(format!("no PING reply within {} s", wait.as_secs()))
+    }
+
+    /// The server's own directory (its log, and whatever a wrapper writes there).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn url(&self) -> String {

@@ -5,7 +5,7 @@
 //! or called by a script; its own part of that (a context and a list walk) costs about 70
 //! instructions per filter per command on the whole server, even when the filter returns at
 //! once. So the module registers exactly one, which reads `argv[0]` once and dispatches by its
-//! length and name to what needs it:
+//! first byte, length and name to what needs it:
 //! - `ACL` and `EXEC`: always (`crate::caller` caches ACL verdicts per user);
 //! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
 //! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
@@ -72,28 +72,54 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_in
     unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"keyspace_subscriptions".as_ptr(), events.as_ptr()) };
 }
 
-/// The module's only command filter. The usual command (neither `ACL`, `EXEC`, `CONFIG`,
-/// `SCRIPT`, `EVAL`, `EVAL_RO` nor `EVALSHA`, with nothing indexed) costs two API calls, a length match and a load.
+/// The module's only command filter. Every name it acts on itself starts with `a` (`ACL`), `c`
+/// (`CONFIG`) or `e` (`EXEC`, `EVAL`, `EVALSHA`, `EVAL_RO`), or is `SCRIPT` (six letters from
+/// `s`); any other command (`SET`, `GET`, `HSET`, ...) costs one argument fetch and a byte
+/// test (two for a six-letter `s...`), and goes to `super::watch_filter` only while something
+/// is watched.
 extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    // SAFETY: `fctx` is live for this call; argument strings are owned by the client.
-    let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
-    if argc < 1 {
-        return;
-    }
-    // SAFETY: as above; 0 < argc.
+    // SAFETY: `fctx` is live for this call; Redis answers NULL past the last argument (here,
+    // for a command without arguments), and the argument strings are owned by the client.
     let cmd = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 0) };
     if cmd.is_null() {
         return;
     }
     let name = str_bytes(cmd);
-    // SAFETY: as above, for the rest of the call.
+    let special = match name.first().map(|b| b | 0x20) {
+        Some(b'a' | b'c' | b'e') => true,
+        Some(b's') => name.len() == 6,
+        _ => false,
+    };
+    if special {
+        on_some(fctx, name);
+    } else if crate::watch::active() {
+        // Its fast path cannot panic; it guards what follows a hit itself.
+        super::watch_filter::on_command(fctx, name);
+    }
+}
+
+/// A command whose name starts with `a`, `c` or `e`, or a six-letter one starting with `s`, out
+/// of line (the usual command pays no
+/// stack frame for it), a panic logged rather than unwound into Redis.
+#[inline(never)]
+fn on_some(fctx: *mut raw::RedisModuleCommandFilterCtx, name: &[u8]) {
+    if catch_unwind(AssertUnwindSafe(|| on_special(fctx, name))).is_err() {
+        super::log(c"warning", "lockmod: internal error in the command filter");
+    }
+}
+
+/// A command whose name starts with `a`, `c` or `e`, or a six-letter one starting with `s`:
+/// dispatched by its length and name.
+fn on_special(fctx: *mut raw::RedisModuleCommandFilterCtx, name: &[u8]) {
+    // SAFETY: `fctx` is live for this call.
+    let argc = unsafe { api!(RedisModule_CommandFilterArgsCount)(fctx) };
     let arg1 = || {
-        let s =
-            if argc >= 2 { unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 1) } } else { std::ptr::null_mut() };
+        // SAFETY: as above; NULL past the last argument.
+        let s = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 1) };
         (!s.is_null()).then(|| str_bytes(s))
     };
     let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
-    let r = catch_unwind(AssertUnwindSafe(|| match name.len() {
+    match name.len() {
         3 if is(b"acl") => {
             // SAFETY: called, if at all, within this filter call.
             crate::caller::on_command(name, arg1(), || unsafe { super::acl::filter_client(fctx) });
@@ -133,11 +159,8 @@ extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         }
         _ => {
             if crate::watch::active() {
-                super::watch_filter::on_command(fctx, argc, name);
+                super::watch_filter::on_command(fctx, name);
             }
         }
-    }));
-    if r.is_err() {
-        super::log(c"warning", "lockmod: internal error in the command filter");
     }
 }
