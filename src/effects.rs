@@ -140,6 +140,15 @@ impl<'a> RedisStore<'a> {
         }
     }
 
+    /// The count in field `f` of the key in slot `i`: the one last read or written when `f` is
+    /// the same argument of the same key (an unlock reads it, then writes it), else read.
+    fn current_int(&self, i: usize, f: &Name) -> Option<i64> {
+        match (self.last_int, f.arg_index()) {
+            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
+            _ => self.keys[i].key.hash_get_int(f.raw()).ok().flatten(),
+        }
+    }
+
     /// The module string of an integer a write stores or replicates: shared for the usual
     /// small ones (a first count, a step of one), else made.
     fn int_name(&self, n: i64) -> Name<'a> {

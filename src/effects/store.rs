@@ -119,10 +119,7 @@ impl Store for RedisStore<'_> {
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
-        let current = match (self.last_int, f.arg_index()) {
-            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
-            _ => k.key.hash_get_int(f.raw()).ok().flatten(),
-        };
+        let current = self.current_int(i, &f);
         // Checked before the write: a count at the edge of the range is HINCRBY's error.
         let next = crate::core::incremented(current.unwrap_or(0), by)?;
         let v = self.int_name(next);
@@ -141,10 +138,7 @@ impl Store for RedisStore<'_> {
         let f = self.name(field);
         let i = self.slot(key);
         let k = &self.keys[i];
-        let current = match (self.last_int, f.arg_index()) {
-            (Some((j, a, v)), Some(b)) if j == i && a == b => v,
-            _ => k.key.hash_get_int(f.raw()).ok().flatten(),
-        };
+        let current = self.current_int(i, &f);
         // HINCRBY's error, as `hash_incr`, before anything is written.
         crate::core::incremented(current.unwrap_or(0), by)?;
         self.last_int = None;

@@ -62,9 +62,9 @@ pub mod modified;
 pub mod pause;
 pub mod script_cache;
 pub mod server;
+pub mod shared;
 pub mod timers;
 pub mod wake_ups;
-pub mod shared;
 mod watch_filter;
 
 pub(crate) use api::api_missing;
