@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::diff::{assert_same_keyspace, dump, soonest_expiry, GUARD_MS};
+use super::diff::{dump, keyspace_difference, stable_dumps, wait_out_expiries, GUARD_MS};
 use super::{Server, Subscriber};
 
 /// Times (TTL replies, expiries, deadlines) may differ by this much: each side computes them
@@ -208,14 +208,8 @@ impl ScriptPair {
     /// Waits until no key (or fair deadline) on either side expires within `guard` ms. The
     /// guards are wider than the module tests' own: two servers, two clients and a loaded
     /// machine between the wait and the calls.
-    pub fn wait_out_expiries(&mut self, guard: i64) {
-        loop {
-            let soonest = [soonest_expiry(&mut self.lc), soonest_expiry(&mut self.nc)].into_iter().flatten().min();
-            match soonest {
-                Some(ms) if ms <= guard => std::thread::sleep(Duration::from_millis(ms.max(0) as u64 + 3)),
-                _ => return,
-            }
-        }
+    pub fn wait_out_expiries(&mut self, guard: i64) -> Option<i64> {
+        wait_out_expiries([&mut self.lc, &mut self.nc], guard)
     }
 
     /// Sends `args` to both sides (RESP3 if `resp3`) and asserts the replies match.
@@ -254,8 +248,10 @@ impl ScriptPair {
 
     /// Asserts both keyspaces and the messages published so far match.
     pub fn check(&mut self) {
-        self.wait_out_expiries(5 * GUARD_MS);
-        assert_same_keyspace([("lua", &mut self.lc), ("native", &mut self.nc)], TOL_MS, self.steps);
+        let (l, n) = stable_dumps([&mut self.lc, &mut self.nc], 5 * GUARD_MS);
+        if let Some(d) = keyspace_difference(("lua", &l), ("native", &n), TOL_MS) {
+            panic!("step {}: {d}", self.steps);
+        }
         let (ml, mn) = (self.lsub.take(), self.nsub.take());
         assert_eq!(ml, mn, "step {}: different messages", self.steps);
     }
