@@ -286,6 +286,22 @@ pub fn pttl(c: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(c).expect("PTTL")
 }
 
+/// The key's absolute expiry (ms since the epoch, on the server's clock), -1 or -2 as `PTTL`.
+pub fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME")
+}
+
+/// How long after `deadline` (a `PEXPIRETIME`) a parked client was granted the lock, on the
+/// server's clock: `key`'s expiry, which the grant set to `lease` ms from the grant. Read from
+/// the server, so a loaded machine's delay in running the test's threads does not count.
+pub fn grant_delay(c: &mut redis::Connection, key: &str, lease: i64, deadline: i64) -> i64 {
+    let at = pexpiretime(c, key);
+    assert!(at > 0 && deadline > 0, "no expiry: {key} {at}, deadline {deadline}");
+    let delay = at - lease - deadline;
+    assert!(delay >= 0, "granted {} ms before the lease ran out", -delay);
+    delay
+}
+
 /// Every key and its type, sorted.
 pub fn keys(c: &mut redis::Connection) -> Vec<String> {
     let mut k: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
