@@ -6,6 +6,7 @@ mod common;
 use std::thread::sleep;
 use std::time::Duration;
 
+use common::diff::now_ms;
 use common::*;
 
 const Q: &str = "redisson_lock_queue:{doc}";
@@ -124,17 +125,20 @@ fn reentry_noqueue_renew_and_partial_unlock() {
     let s = Server::start();
     let mut c = s.conn();
     acquire(&mut c, "t1", "30000");
+    let since = now_ms();
     assert_eq!(acquire(&mut c, "t1", "40000"), Value::Nil);
     assert_eq!(hgetall(&mut c, "doc"), map(&[("t1", "2")]));
-    assert_near(pttl(&mut c, "doc"), 40_000, 50);
+    assert_lease(&mut c, "doc", 40_000, since);
     assert_eq!(ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "t2", "100", "100", "NOQUEUE"]), Value::Int(1));
     assert_eq!(keys(&mut c), ["doc"], "NOQUEUE leaves no trace");
+    let since = now_ms();
     assert_eq!(ok(&mut c, &["FAIRLOCK.RENEW", "doc", "t1", "50000"]), Value::Int(1));
     assert_eq!(ok(&mut c, &["FAIRLOCK.RENEW", "doc", "t2", "50000"]), Value::Int(0));
-    assert_near(pttl(&mut c, "doc"), 50_000, 50);
+    assert_lease(&mut c, "doc", 50_000, since);
     assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "t2", "30000"]), Value::Nil);
+    let since = now_ms();
     assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "t1", "20000"]), Value::Int(0));
-    assert_near(pttl(&mut c, "doc"), 20_000, 50);
+    assert_lease(&mut c, "doc", 20_000, since);
 }
 
 #[test]

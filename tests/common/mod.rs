@@ -291,6 +291,19 @@ pub fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME")
 }
 
+/// Asserts `key` expires `lease` ms after some moment from `since` (ms since the epoch, read
+/// before the command that set it) to now: that command set that lease, however long the
+/// machine then took to let the test ask (a PTTL compared with a tolerance is not so sure).
+pub fn assert_lease(c: &mut redis::Connection, key: &str, lease: i64, since: i64) {
+    let at = pexpiretime(c, key);
+    let now = diff::now_ms();
+    assert!(
+        (since + lease..=now + lease).contains(&at),
+        "{key} expires at {at}, not {lease} ms after a moment in {since}..={now} (PTTL {})",
+        at - now
+    );
+}
+
 /// How long after `deadline` (a `PEXPIRETIME`) a parked client was granted the lock, on the
 /// server's clock: `key`'s expiry, which the grant set to `lease` ms from the grant. Read from
 /// the server, so a loaded machine's delay in running the test's threads does not count.
