@@ -309,7 +309,9 @@ fn block_waiters_on_two_primaries_are_granted_on_unlock() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(400));
+    for k in [&first, &second] {
+        common::parked::wait_blocked(&mut cluster.conn(cluster.primary_for(k, via).port), 1);
+    }
     assert!(waiters.iter().all(|w| !w.is_finished()), "both waiters are parked");
     let unlocked = Instant::now();
     for k in [&first, &second] {

@@ -136,10 +136,10 @@ fn a_client_blocked_on_a_demoted_primary_gets_an_error_and_no_grant() {
     let fair_parked = std::thread::spawn(move || {
         call(&mut fair_waiter, &["FAIRLOCK.ACQUIRE", FAIR, "f3:1", "60000", "60000", "BLOCK", "0"])
     });
-    std::thread::sleep(Duration::from_millis(300));
+    let mut p = cluster.conn(primary.port);
+    common::parked::wait_blocked(&mut p, 2);
     assert!(!parked.is_finished() && !fair_parked.is_finished(), "the waiters are parked");
     let queue = names::fair_queue(FAIR);
-    let mut p = cluster.conn(primary.port);
     let waiting: Vec<String> = redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query(&mut p).expect("LRANGE");
     assert_eq!(waiting, ["f2:1", "f3:1"]);
     let n: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut p).expect("WAIT");
@@ -174,7 +174,7 @@ fn a_client_blocked_on_a_standalone_primary_made_a_replica_gets_an_error() {
     ok(&mut c, &["LOCK.ACQUIRE", "k", "holder", "60000"]);
     let mut waiter = s.conn();
     let parked = std::thread::spawn(move || call(&mut waiter, &["LOCK.ACQUIRE", "k", "waiter", "60000", "BLOCK", "0"]));
-    std::thread::sleep(Duration::from_millis(300));
+    common::parked::wait_blocked(&mut c, 1);
     assert!(!parked.is_finished(), "the waiter is parked");
     ok(&mut c, &["REPLICAOF", "127.0.0.1", &other.port.to_string()]);
     let err = parked.join().expect("waiter thread").expect_err("an error, never a grant");

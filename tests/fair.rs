@@ -6,6 +6,7 @@ mod common;
 use std::thread::sleep;
 use std::time::Duration;
 
+use common::diff::now_ms;
 use common::*;
 
 const Q: &str = "redisson_lock_queue:{doc}";
@@ -20,22 +21,33 @@ fn queue(c: &mut redis::Connection) -> Vec<String> {
     redis::cmd("LRANGE").arg(Q).arg(0).arg(-1).query(c).expect("LRANGE")
 }
 
-/// Deadlines relative to now (ms), in score order.
+/// Deadlines (ms since the epoch), in score order.
 fn deadlines(c: &mut redis::Connection) -> Vec<(String, i64)> {
     let z: Vec<(String, f64)> = redis::cmd("ZRANGE").arg(Z).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE");
-    let now = common::diff::now_ms();
-    z.into_iter().map(|(m, s)| (m, s as i64 - now)).collect()
+    z.into_iter().map(|(m, s)| (m, s as i64)).collect()
 }
 
-fn assert_deadlines(c: &mut redis::Connection, want: &[(&str, i64)]) {
+/// Asserts the waiters' deadlines, each given as ms after `from` (an absolute time, such as
+/// the expiry of the lease the first waiter waits for): exact but for a ms of rounding, and
+/// however long the test took to ask.
+fn assert_deadlines(c: &mut redis::Connection, from: i64, want: &[(&str, i64)]) {
     let got = deadlines(c);
     assert_eq!(
         got.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
         want.iter().map(|(m, _)| *m).collect::<Vec<_>>()
     );
     for ((m, at), (_, want_at)) in got.iter().zip(want) {
-        assert!((at - want_at).abs() <= 100, "deadline of {m}: {at} ms from now, wanted {want_at}");
+        assert!((at - from - want_at).abs() <= 2, "deadline of {m}: {} ms after {from}, wanted {want_at}", at - from);
     }
+}
+
+/// Asserts `owner`'s acquire is refused with the time left until `until` (absolute, ms) when
+/// it ran: between that time's distance from just before the call and from just after it.
+fn assert_refused_until(c: &mut redis::Connection, owner: &str, until: i64) {
+    let before = common::diff::now_ms();
+    let ttl = int(&acquire(c, owner, "30000"));
+    let after = common::diff::now_ms();
+    assert!((until - after - 1..=until - before + 1).contains(&ttl), "{owner}: {ttl}, {before}..{after} to {until}");
 }
 
 fn ch(owner: &str) -> String {
@@ -50,12 +62,13 @@ fn seed_004_waiters_queue_and_are_served_in_order() {
     let sub = s.subscriber();
     assert_eq!(acquire(&mut c, "t1", "30000"), Value::Nil);
     assert_eq!(hgetall(&mut c, "doc"), map(&[("t1", "1")]));
-    assert_near(int(&acquire(&mut c, "t3", "30000")), 30_000, 100);
-    assert_near(int(&acquire(&mut c, "t2", "30000")), 30_000 + WAIT, 100);
+    let t1_ends = pexpiretime(&mut c, "doc");
+    assert_refused_until(&mut c, "t3", t1_ends);
+    assert_refused_until(&mut c, "t2", t1_ends + WAIT);
     assert_eq!(queue(&mut c), ["t3", "t2"]);
-    assert_deadlines(&mut c, &[("t3", 30_000 + WAIT), ("t2", 30_000 + 2 * WAIT)]);
+    assert_deadlines(&mut c, t1_ends, &[("t3", WAIT), ("t2", 2 * WAIT)]);
     // t2 retries: it keeps its place and learns the lock's TTL.
-    assert_near(int(&acquire(&mut c, "t2", "30000")), 30_000, 100);
+    assert_refused_until(&mut c, "t2", t1_ends);
     assert_eq!(queue(&mut c), ["t3", "t2"]);
 
     assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "t1", "30000"]), Value::Int(1));
@@ -64,7 +77,8 @@ fn seed_004_waiters_queue_and_are_served_in_order() {
     assert_eq!(acquire(&mut c, "t3", "30000"), Value::Nil);
     assert_eq!(hgetall(&mut c, "doc"), map(&[("t3", "1")]));
     assert_eq!(queue(&mut c), ["t2"]);
-    assert_deadlines(&mut c, &[("t2", 30_000 + WAIT)]);
+    // t3's grant moved t2 up by the wait it no longer waits behind.
+    assert_deadlines(&mut c, t1_ends, &[("t2", WAIT)]);
 
     assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "t3", "30000"]), Value::Int(1));
     assert_eq!(sub.take_n(1, Duration::from_secs(2)), msgs(&[(&ch("t2"), "0")]));
@@ -110,12 +124,13 @@ fn cancel_in_the_middle_moves_the_later_waiters_up() {
     let s = Server::start();
     let mut c = s.conn();
     acquire(&mut c, "t1", "30000");
+    let t1_ends = pexpiretime(&mut c, "doc");
     for w in ["a", "b", "c"] {
         acquire(&mut c, w, "30000");
     }
     assert_eq!(ok(&mut c, &["FAIRLOCK.CANCEL", "doc", "b", &WAIT.to_string()]), Value::Int(1));
     assert_eq!(queue(&mut c), ["a", "c"]);
-    assert_deadlines(&mut c, &[("a", 30_000 + WAIT), ("c", 30_000 + 2 * WAIT)]);
+    assert_deadlines(&mut c, t1_ends, &[("a", WAIT), ("c", 2 * WAIT)]);
     assert_eq!(ok(&mut c, &["FAIRLOCK.CANCEL", "doc", "b", "100"]), Value::Int(0));
 }
 
@@ -124,17 +139,20 @@ fn reentry_noqueue_renew_and_partial_unlock() {
     let s = Server::start();
     let mut c = s.conn();
     acquire(&mut c, "t1", "30000");
+    let since = now_ms();
     assert_eq!(acquire(&mut c, "t1", "40000"), Value::Nil);
     assert_eq!(hgetall(&mut c, "doc"), map(&[("t1", "2")]));
-    assert_near(pttl(&mut c, "doc"), 40_000, 50);
+    assert_lease(&mut c, "doc", 40_000, since);
     assert_eq!(ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "t2", "100", "100", "NOQUEUE"]), Value::Int(1));
     assert_eq!(keys(&mut c), ["doc"], "NOQUEUE leaves no trace");
+    let since = now_ms();
     assert_eq!(ok(&mut c, &["FAIRLOCK.RENEW", "doc", "t1", "50000"]), Value::Int(1));
     assert_eq!(ok(&mut c, &["FAIRLOCK.RENEW", "doc", "t2", "50000"]), Value::Int(0));
-    assert_near(pttl(&mut c, "doc"), 50_000, 50);
+    assert_lease(&mut c, "doc", 50_000, since);
     assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "t2", "30000"]), Value::Nil);
+    let since = now_ms();
     assert_eq!(ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "t1", "20000"]), Value::Int(0));
-    assert_near(pttl(&mut c, "doc"), 20_000, 50);
+    assert_lease(&mut c, "doc", 20_000, since);
 }
 
 #[test]

@@ -22,6 +22,9 @@ fn keeping_a_parked_waiter_alive_ahead_of_ten_thousand_others_does_not_stall_the
     ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "6000", "10"]);
     // The parked waiter's deadline is the lock's PTTL + 10 ms: soon due for a keep-alive.
     let mut pc = s.conn();
+    // BLOCK 0 waits for the unlock at the end, after 10,000 enqueues and a 6.5 s wait: on a
+    // loaded machine, longer than a connection's usual 30 s read timeout.
+    pc.set_read_timeout(Some(Duration::from_secs(300))).expect("timeout");
     let parked = thread::spawn(move || call(&mut pc, &["FAIRLOCK.ACQUIRE", "doc", "p", "30000", "10", "BLOCK", "0"]));
     wait_blocked(&mut c, 1);
     let mut pipe = redis::pipe();

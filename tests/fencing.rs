@@ -29,7 +29,7 @@ fn tokens_strictly_increase_across_owners_reentry_block_and_restarts() {
     // A BLOCK grant is a grant too.
     let mut w = s.conn();
     let t = thread::spawn(move || ok(&mut w, &["LOCK.ACQUIRE", "k", "b", "30000", "TOKEN", "BLOCK", "5000"]));
-    thread::sleep(Duration::from_millis(100));
+    common::parked::wait_blocked(&mut c, 1);
     ok(&mut c, &["LOCK.FORCEUNLOCK", "k"]);
     seen.push(token_of(&t.join().expect("thread")));
     ok(&mut c, &["LOCK.UNLOCK", "k", "b", "30000"]);

@@ -30,7 +30,7 @@ fn counters_follow_a_scripted_sequence_exactly() {
     ok(&mut c, &["LOCK.UNLOCK", "a", "o1", "30000"]); // released (partial)
     let mut w = s.conn();
     let t = thread::spawn(move || ok(&mut w, &["LOCK.ACQUIRE", "a", "o3", "30000", "BLOCK", "5000"]));
-    thread::sleep(Duration::from_millis(100));
+    common::parked::wait_blocked(&mut c, 1);
     assert_eq!(lockmod_info(&mut c)["blocked_now"], 1);
     ok(&mut c, &["LOCK.UNLOCK", "a", "o1", "30000"]); // released; hand-off to o3 (acquired)
     assert_eq!(t.join().expect("thread"), Value::Nil);

@@ -3,7 +3,6 @@
 mod common;
 
 use std::thread;
-use std::time::Duration;
 
 use common::*;
 
@@ -97,15 +96,21 @@ fn clients_parked_with_block_are_listed_with_their_request_and_time_waited() {
     ok(&mut c, &["LOCK.ACQUIRE", "l", "o1", "30000"]);
     let mut w = s.conn();
     let id = int(&ok(&mut w, &["CLIENT", "ID"]));
+    let sent = std::time::Instant::now();
     let t = thread::spawn(move || ok(&mut w, &["LOCK.ACQUIRE", "l", "o2", "30000", "BLOCK", "5000"]));
-    thread::sleep(Duration::from_millis(200));
+    common::parked::wait_blocked(&mut c, 1);
+    thread::sleep(std::time::Duration::from_millis(100));
     let r = info(&mut c, "l");
+    let asked = sent.elapsed().as_millis() as i64;
     let parked = list(&get(&r, "parked"));
     assert_eq!(parked.len(), 1);
     assert_eq!(int(&get(&parked[0], "client")), id);
     assert_eq!(text(&get(&parked[0], "request")), "lock");
     assert_eq!(text(&get(&parked[0], "owner")), "o2");
-    assert_near(int(&get(&parked[0], "waited_ms")), 200, 150);
+    // Seen parked, then left 100 ms: it has waited at least that, and at most since it was sent
+    // (a ms of rounding each way).
+    let waited = int(&get(&parked[0], "waited_ms"));
+    assert!((99..=asked + 1).contains(&waited), "waited {waited} ms, {asked} ms since it was sent");
     ok(&mut c, &["LOCK.UNLOCK", "l", "o1", "30000"]);
     assert_eq!(t.join().expect("thread"), Value::Nil);
     let r = info(&mut c, "l");
@@ -201,7 +206,7 @@ fn a_fair_lock_with_a_parked_waiter_shows_it_queued_and_parked() {
     ok(&mut c, &["FAIRLOCK.ACQUIRE", "f", "polling", "30000", "5000"]);
     let mut w = s.conn();
     let t = thread::spawn(move || ok(&mut w, &["FAIRLOCK.ACQUIRE", "f", "parked", "30000", "5000", "BLOCK", "5000"]));
-    thread::sleep(Duration::from_millis(200));
+    common::parked::wait_blocked(&mut c, 1);
     let r = info(&mut c, "f");
     assert_eq!(text(&get(&r, "kind")), "fair");
     let q = list(&get(&r, "queue"));

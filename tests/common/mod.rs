@@ -195,7 +195,9 @@ impl Server {
 
     /// Starts a subscriber on every channel (`PSUBSCRIBE *`).
     pub fn subscriber(&self) -> Subscriber {
-        Subscriber::start(self.conn())
+        let mut sub = Subscriber::start(self.conn());
+        sub.publisher = Some(Mutex::new(self.conn()));
+        sub
     }
 
     /// Starts a replica of this server (module loaded) and waits until it is in sync.
@@ -284,6 +286,35 @@ pub fn pttl(c: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(c).expect("PTTL")
 }
 
+/// The key's absolute expiry (ms since the epoch, on the server's clock), -1 or -2 as `PTTL`.
+pub fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME")
+}
+
+/// Asserts `key` expires `lease` ms after some moment from `since` (ms since the epoch, read
+/// before the command that set it) to now: that command set that lease, however long the
+/// machine then took to let the test ask (a PTTL compared with a tolerance is not so sure).
+pub fn assert_lease(c: &mut redis::Connection, key: &str, lease: i64, since: i64) {
+    let at = pexpiretime(c, key);
+    let now = diff::now_ms();
+    assert!(
+        (since + lease..=now + lease).contains(&at),
+        "{key} expires at {at}, not {lease} ms after a moment in {since}..={now} (PTTL {})",
+        at - now
+    );
+}
+
+/// How long after `deadline` (a `PEXPIRETIME`) a parked client was granted the lock, on the
+/// server's clock: `key`'s expiry, which the grant set to `lease` ms from the grant. Read from
+/// the server, so a loaded machine's delay in running the test's threads does not count.
+pub fn grant_delay(c: &mut redis::Connection, key: &str, lease: i64, deadline: i64) -> i64 {
+    let at = pexpiretime(c, key);
+    assert!(at > 0 && deadline > 0, "no expiry: {key} {at}, deadline {deadline}");
+    let delay = at - lease - deadline;
+    assert!(delay >= 0, "granted {} ms before the lease ran out", -delay);
+    delay
+}
+
 /// Every key and its type, sorted.
 pub fn keys(c: &mut redis::Connection) -> Vec<String> {
     let mut k: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
@@ -309,8 +340,13 @@ pub fn wait_replica(c: &mut redis::Connection) {
 }
 
 /// A subscriber on another connection, collecting every published (channel, message).
+/// The channel of [`Subscriber::take_through`]'s markers.
+pub const SYNC_CHANNEL: &str = "lockmod-test-sync";
+
 pub struct Subscriber {
     messages: Arc<Mutex<Vec<(String, String)>>>,
+    /// A connection to the subscriber's server, for [`Subscriber::take`]'s marker.
+    publisher: Option<Mutex<redis::Connection>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -339,13 +375,40 @@ impl Subscriber {
         }
         // The PSUBSCRIBE is acknowledged before `ready`; give the server a moment anyway.
         std::thread::sleep(Duration::from_millis(20));
-        Subscriber { messages, stop, thread: Some(thread) }
+        Subscriber { messages, publisher: None, stop, thread: Some(thread) }
     }
 
-    /// Messages received so far (waiting briefly for in-flight ones), drained.
+    /// Messages received so far, drained: with a subscriber of [`Server::subscriber`], all
+    /// that its server published before this call (see [`Subscriber::take_through`]; a
+    /// replica's after `wait_replica`); else those that arrive within a short wait.
     pub fn take(&self) -> Vec<(String, String)> {
+        if let Some(p) = &self.publisher {
+            return self.take_through(&mut p.lock().expect("lock"));
+        }
         std::thread::sleep(Duration::from_millis(60));
         std::mem::take(&mut *self.messages.lock().expect("lock"))
+    }
+
+    /// Every message the server published before this call, drained, however loaded the
+    /// machine: publishes a marker through `publisher` (a connection to the same server) and
+    /// waits until it arrives, as the server delivers a subscriber's messages in order.
+    pub fn take_through(&self, publisher: &mut redis::Connection) -> Vec<(String, String)> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let marker = (SYNC_CHANNEL.to_string(), N.fetch_add(1, Ordering::SeqCst).to_string());
+        let _: i64 = redis::cmd("PUBLISH").arg(&marker.0).arg(&marker.1).query(publisher).expect("PUBLISH");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            {
+                let mut m = self.messages.lock().expect("lock");
+                if let Some(i) = m.iter().position(|x| *x == marker) {
+                    let mut got: Vec<_> = m.drain(..=i).collect();
+                    got.pop();
+                    return got;
+                }
+            }
+            assert!(Instant::now() < deadline, "the subscriber never received its marker");
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Waits up to `timeout` for at least `n` messages, then drains them.
