@@ -114,7 +114,7 @@ impl Callgrind {
         let _ = std::fs::remove_file(&newest.1);
         text.lines()
             .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))
-            .and_then(|v| v.trim().split_whitespace().next()?.parse().ok())
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .ok_or_else(|| format!("no totals line in {}", newest.1.display()))
     }
 }
