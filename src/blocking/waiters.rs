@@ -117,6 +117,8 @@ pub fn take_by_client(locks: &mut Map<LockId, Waiters>, client: u64) -> Option<(
     take_by_handle(locks, bc)
 }
 
+// Test code only (compiled under cfg(test)): an unwrap, expect or panic here is a failed test,
+// never reachable from the loaded module.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -120,6 +120,8 @@ needed_apis!(
     RedisModule_CallReplyInteger,
 );
 
+// Test code only (compiled under cfg(test)): an unwrap, expect or panic here is a failed test,
+// never reachable from the loaded module.
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -70,6 +70,8 @@ fn threshold(ctx: RawCtx) -> i64 {
     }
 }
 
+// Test code only (compiled under cfg(test)): an unwrap, expect or panic here is a failed test,
+// never reachable from the loaded module.
 #[cfg(test)]
 mod tests {
     use super::should_record;

@@ -7,7 +7,7 @@
 //! head of a fair queue) are represented by the first hold and the caller's own channel.
 
 use super::rewrite::Env;
-use super::table::{Kind, Publish};
+use super::table::Kind;
 use crate::names;
 
 /// The key or channel an inner command is checked on.
@@ -129,16 +129,7 @@ pub fn inner_commands(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> V
         Kind::Lua(_) => {}
     }
     // A script that publishes with `redis.call('publish', ...)` checks PUBLISH whatever `env`.
-    let fixed = matches!(
-        kind,
-        Kind::LockUnlock { publish: Publish::Fixed, .. }
-            | Kind::LockForceUnlock { publish: Publish::Fixed }
-            | Kind::RwUnlockRead { publish: Publish::Fixed, .. }
-            | Kind::RwUnlockWrite { publish: Publish::Fixed, .. }
-            | Kind::RwForceUnlock { publish: Publish::Fixed, .. }
-            | Kind::FairUnlock { publish: Publish::Fixed, .. }
-            | Kind::FairForceUnlock { publish: Publish::Fixed, .. }
-    );
+    let fixed = kind.publishes_fixed();
     if fixed {
         for (c, _) in v.iter_mut() {
             if *c == "spublish" {
@@ -152,7 +143,7 @@ pub fn inner_commands(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redisson::table::ROWS;
+    use crate::redisson::table::{Publish, ROWS};
 
     #[test]
     fn every_inner_command_is_one_the_filter_has_a_string_for() {

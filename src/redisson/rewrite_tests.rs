@@ -118,16 +118,7 @@ fn every_mapped_script_round_trips_through_the_native_arguments() {
             if matches!(row.kind, Kind::Lua(_)) {
                 continue;
             }
-            let fixed = matches!(
-                row.kind,
-                Kind::LockUnlock { publish: Publish::Fixed, .. }
-                    | Kind::LockForceUnlock { publish: Publish::Fixed }
-                    | Kind::RwUnlockRead { publish: Publish::Fixed, .. }
-                    | Kind::RwUnlockWrite { publish: Publish::Fixed, .. }
-                    | Kind::RwForceUnlock { publish: Publish::Fixed, .. }
-                    | Kind::FairUnlock { publish: Publish::Fixed, .. }
-                    | Kind::FairForceUnlock { publish: Publish::Fixed, .. }
-            );
+            let fixed = row.kind.publishes_fixed();
             for name in NAMES {
                 let (keys, argv) = redisson_call(row.kind, name, env);
                 let p = plan(row.kind, &refs(&keys), &refs(&argv), env);

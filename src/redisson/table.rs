@@ -81,6 +81,23 @@ pub enum Kind {
     Lua(&'static str),
 }
 
+impl Kind {
+    /// Whether the script publishes with `redis.call('publish', ...)` (not through its
+    /// environment): such a call checks `PUBLISH` permission whatever the environment.
+    pub fn publishes_fixed(self) -> bool {
+        matches!(
+            self,
+            Kind::LockUnlock { publish: Publish::Fixed, .. }
+                | Kind::LockForceUnlock { publish: Publish::Fixed }
+                | Kind::RwUnlockRead { publish: Publish::Fixed, .. }
+                | Kind::RwUnlockWrite { publish: Publish::Fixed, .. }
+                | Kind::RwForceUnlock { publish: Publish::Fixed, .. }
+                | Kind::FairUnlock { publish: Publish::Fixed, .. }
+                | Kind::FairForceUnlock { publish: Publish::Fixed, .. }
+        )
+    }
+}
+
 /// One body: its SHA1, byte length, Redisson class and method, the releases that send it.
 pub struct Row {
     pub sha: &'static str,
