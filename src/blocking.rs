@@ -52,6 +52,7 @@ mod waiters;
 pub use crate::core::rwlock::Writers;
 pub use callbacks::{register, DEMOTED};
 pub use changes::{any_parked, changed, ServedBy};
+pub use priority::writer_waits;
 pub use registry::{parked_now, parked_on};
 pub use request::{attempt, Attempt, Request};
 pub use serve::{park, serve_now};

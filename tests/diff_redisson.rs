@@ -14,93 +14,9 @@ mod common;
 use common::diff::env;
 use common::names;
 use common::redisson::{calls, field, info, ScriptPair, Scripts};
+use common::redisson_calls::{family, role, Family, Gen, Role};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-
-/// What a body is, from the Redisson method that sends it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Role {
-    Acquire,
-    FencedToken,
-    FencedNil,
-    Unlock { pubarg: bool, latch: bool },
-    Renew,
-    RenewTask,
-    Force { pubarg: bool },
-    RLock,
-    WLock,
-    UnlockRead { pubarg: bool, latch: bool },
-    UnlockWrite { pubarg: bool, latch: bool },
-    ForceRead { pubarg: bool },
-    ForceWrite { pubarg: bool },
-    ReadRenew,
-    ReadRenewTask,
-    ReadRenewOwnerTask,
-    IsLocked,
-    FairAcquire,
-    FairTry,
-    FairUnlock { pubarg: bool, latch: bool },
-    FairForce { pubarg: bool },
-    FairCancel,
-}
-
-/// Each body's method, read off Redisson's sources at the releases that send it.
-fn role(sha: &str) -> Role {
-    use Role::*;
-    let (p, l) = (true, true);
-    match &sha[..5] {
-        "dad0f" | "149c5" => Acquire,
-        "49bab" => FencedToken,
-        "46b55" => FencedNil,
-        "3ffe2" => Unlock { pubarg: false, latch: false },
-        "778ce" => Unlock { pubarg: p, latch: false },
-        "68664" => Unlock { pubarg: p, latch: l },
-        "8e19a" => Renew,
-        "6a3d3" => RenewTask,
-        "7e9c8" => Force { pubarg: false },
-        "605e3" => Force { pubarg: p },
-        "95553" => RLock,
-        "6306b" => WLock,
-        "f5469" => UnlockRead { pubarg: false, latch: false },
-        "92a54" => UnlockRead { pubarg: p, latch: false },
-        "5947c" | "6e1b1" => UnlockRead { pubarg: p, latch: l },
-        "baa63" => UnlockWrite { pubarg: false, latch: false },
-        "319a1" => UnlockWrite { pubarg: p, latch: false },
-        "d29c5" | "21f5f" => UnlockWrite { pubarg: p, latch: l },
-        "23f9b" => ForceRead { pubarg: false },
-        "27dbe" => ForceRead { pubarg: p },
-        "23639" => ForceWrite { pubarg: false },
-        "2e2cb" => ForceWrite { pubarg: p },
-        "65639" => ReadRenew,
-        "1affe" | "d6564" => ReadRenewTask,
-        "38d2b" => ReadRenewOwnerTask,
-        "8ad44" => IsLocked,
-        "762bf" | "929de" | "8f6ed" => FairAcquire,
-        "aa0a2" | "d2050" => FairTry,
-        "35d32" => FairUnlock { pubarg: false, latch: false },
-        "14f85" => FairUnlock { pubarg: p, latch: false },
-        "ca303" | "367f8" => FairUnlock { pubarg: p, latch: l },
-        "95cdf" => FairForce { pubarg: false },
-        "047c1" | "71ed1" => FairForce { pubarg: p },
-        "d1dde" => FairCancel,
-        other => panic!("a body this test does not know: {other}"),
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Family {
-    Reentrant,
-    ReadWrite,
-    Fair,
-}
-
-fn family(class: &str) -> Family {
-    match class {
-        "RedissonReadLock.java" | "RedissonWriteLock.java" | "renewal/ReadLockTask.java" => Family::ReadWrite,
-        "RedissonFairLock.java" => Family::Fair,
-        _ => Family::Reentrant,
-    }
-}
 
 const NAMES: &[&str] = &["lock", "{tagged}", "a{b}c"];
 const OWNERS: &[&str] = &[
@@ -108,141 +24,6 @@ const OWNERS: &[&str] = &[
     "6f1c2d3e-4b5a-4c6d-8e7f-0123456789ab:2",
     "0d9e8f7a-6b5c-4d3e-8f1a-abcdefabcdef:77",
 ];
-const LEASES: &[&str] = &["15", "40", "120", "30000"];
-
-/// A random call and whether its integer replies are times.
-struct Call {
-    sha: String,
-    keys: Vec<String>,
-    argv: Vec<String>,
-    ttl: bool,
-}
-
-struct Gen {
-    latches: u32,
-}
-
-impl Gen {
-    /// KEYS and ARGV as Redisson builds them for `role` (RedissonLock & co.).
-    fn call(&mut self, r: &mut SmallRng, sha: &str, role: Role, name: &str, owner: &str) -> Call {
-        use Role::*;
-        let lease = LEASES[r.gen_range(0..LEASES.len())].to_string();
-        let s = |x: &str| x.to_string();
-        let publish = |pubarg: bool, v: &mut Vec<String>| {
-            if pubarg {
-                v.push(s("PUBLISH"));
-            }
-        };
-        let latch_ms = s(["20", "500"][r.gen_range(0..2)]);
-        let wait = s(["300", "5000"][r.gen_range(0..2)]);
-        if r.gen_bool(0.6) {
-            self.latches += 1;
-        }
-        let request = format!("{:016x}", self.latches);
-        let latch = || names::latch(name, &request);
-        let now = s("<now>");
-        let (keys, argv, ttl) = match role {
-            Acquire => (vec![s(name)], vec![lease, s(owner)], true),
-            FencedToken | FencedNil => (vec![s(name), names::token(name)], vec![lease, s(owner)], true),
-            Unlock { pubarg, latch: l } => {
-                let mut keys = vec![s(name), names::lock_channel(name)];
-                let mut argv = vec![s("0"), lease, s(owner)];
-                publish(pubarg, &mut argv);
-                if l {
-                    keys.push(latch());
-                    argv.push(latch_ms);
-                }
-                (keys, argv, false)
-            }
-            Renew => (vec![s(name)], vec![lease, s(owner)], false),
-            RenewTask => {
-                // LockTask batches every lock it renews; usually one, sometimes two.
-                if r.gen_bool(0.2) {
-                    let other = NAMES[(NAMES.iter().position(|n| *n == name).unwrap_or(0) + 1) % NAMES.len()];
-                    (vec![s(name), s(other)], vec![lease, s(owner), s(owner)], false)
-                } else {
-                    (vec![s(name)], vec![lease, s(owner)], false)
-                }
-            }
-            Force { pubarg } => {
-                let mut argv = vec![s("0")];
-                publish(pubarg, &mut argv);
-                (vec![s(name), names::lock_channel(name)], argv, false)
-            }
-            RLock => (
-                vec![s(name), names::read_timeout_prefix(name, owner)],
-                vec![lease, s(owner), format!("{owner}:write")],
-                true,
-            ),
-            WLock => (vec![s(name)], vec![lease, format!("{owner}:write")], true),
-            UnlockRead { pubarg, latch: l } => {
-                let mut keys = vec![
-                    s(name),
-                    names::rwlock_channel(name),
-                    names::read_timeout_prefix(name, owner),
-                    names::key_prefix(name),
-                ];
-                let mut argv = vec![s("0"), s(owner)];
-                publish(pubarg, &mut argv);
-                if l {
-                    keys.push(latch());
-                    argv.push(latch_ms);
-                }
-                (keys, argv, false)
-            }
-            UnlockWrite { pubarg, latch: l } => {
-                let mut keys = vec![s(name), names::rwlock_channel(name)];
-                let mut argv = vec![s("1"), lease, format!("{owner}:write")];
-                publish(pubarg, &mut argv);
-                if l {
-                    keys.push(latch());
-                    argv.push(latch_ms);
-                }
-                (keys, argv, false)
-            }
-            ForceRead { pubarg } | ForceWrite { pubarg } => {
-                let mut argv = vec![s(if matches!(role, ForceRead { .. }) { "0" } else { "1" })];
-                publish(pubarg, &mut argv);
-                (vec![s(name), names::rwlock_channel(name)], argv, false)
-            }
-            ReadRenew | ReadRenewTask => (vec![s(name), names::key_prefix(name)], vec![lease, s(owner)], false),
-            ReadRenewOwnerTask => (vec![s(name), names::key_prefix(name)], vec![lease, s("1"), s(owner)], false),
-            IsLocked => (vec![s(name)], vec![], false),
-            FairAcquire => (
-                vec![s(name), names::fair_queue(name), names::fair_timeouts(name)],
-                vec![lease, s(owner), wait, now],
-                true,
-            ),
-            FairTry => (
-                vec![s(name), names::fair_queue(name), names::fair_timeouts(name)],
-                vec![lease, s(owner), now, wait],
-                true,
-            ),
-            FairUnlock { pubarg, latch: l } => {
-                let mut keys =
-                    vec![s(name), names::fair_queue(name), names::fair_timeouts(name), names::lock_channel(name)];
-                let mut argv = vec![s("0"), lease, s(owner), now];
-                publish(pubarg, &mut argv);
-                if l {
-                    keys.push(latch());
-                    argv.push(latch_ms);
-                }
-                (keys, argv, false)
-            }
-            FairForce { pubarg } => {
-                let mut argv = vec![s("0"), now];
-                publish(pubarg, &mut argv);
-                (
-                    vec![s(name), names::fair_queue(name), names::fair_timeouts(name), names::lock_channel(name)],
-                    argv,
-                    false,
-                )
-            }
-            FairCancel => (vec![names::fair_queue(name), names::fair_timeouts(name)], vec![s(owner), wait], false),
-        };
-        Call { sha: sha.to_string(), keys, argv, ttl }
-    }
-}
 
 /// Another client's write, the same on both sides: states the scripts and the module must
 /// agree on (or the module must hand to the script).
@@ -264,7 +45,9 @@ fn foreign(r: &mut SmallRng, fam: Family, name: &str, owner: &str) -> Vec<String
 fn commands(fam: Family) -> &'static [&'static str] {
     match fam {
         Family::Reentrant => &["lock.acquire", "lock.unlock", "lock.renew", "lock.forceunlock"],
-        Family::ReadWrite => &["rwlock.rlock", "rwlock.wlock", "rwlock.unlock", "rwlock.renew", "rwlock.forceunlock"],
+        Family::ReadWrite => {
+            &["rwlock.rlock", "rwlock.wlock", "rwlock.unlock", "rwlock.renew", "rwlock.forceunlock", "lock.renew"]
+        }
         Family::Fair => {
             &["fairlock.acquire", "fairlock.unlock", "fairlock.cancel", "fairlock.forceunlock", "lock.renew"]
         }
@@ -284,12 +67,14 @@ fn run_family(fam: Family, seed: u64) {
     let mut g = Gen { latches: 0 };
     let mut tested = 0;
     for (releases, shas) in &scripts.groups {
-        // The group's bodies of this family; the fair lock renews with the reentrant renewal.
+        // The group's bodies of this family; the fair and write locks renew with the reentrant
+        // lock's renewal.
         let mine: Vec<&String> = shas
             .iter()
             .filter(|sha| {
                 let f = family(&scripts.body(sha).class);
-                f == fam || (fam == Family::Fair && matches!(role(sha), Role::Renew | Role::RenewTask))
+                let renewal = matches!(role(sha), Role::Renew | Role::RenewTask);
+                f == fam || (fam != Family::Reentrant && renewal)
             })
             .collect();
         if mine.is_empty() {
@@ -312,7 +97,11 @@ fn run_family(fam: Family, seed: u64) {
                 if role == Role::IsLocked && r.gen_bool(0.8) {
                     continue;
                 }
-                let c = g.call(&mut r, sha, role, name, owner);
+                // The write lock's watchdog renews with the reentrant lock's renewal, for the
+                // writer's field `owner:write`.
+                let write_renewal = fam == Family::ReadWrite && matches!(role, Role::Renew | Role::RenewTask);
+                let owner = if write_renewal { format!("{owner}:write") } else { owner.to_string() };
+                let c = g.call(&mut r, sha, role, name, &owner, NAMES);
                 pair.eval(&c.sha, &c.keys, &c.argv, resp3, c.ttl);
             }
             if r.gen_ratio(1, 15) {

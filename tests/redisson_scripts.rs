@@ -354,3 +354,67 @@ fn a_tenant_denied_the_fair_queue_gets_what_lua_gives_and_the_acl_log_stays_empt
     }
     assert_eq!(ok(&mut c, &["ACL", "LOG"]), Value::Array(vec![]));
 }
+
+const RENEW_TASK: &str = "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635";
+const RLOCK: &str = "95553a6ff11176c18e71344e89d116b06fd6f753";
+
+/// Issue 23: the write lock's watchdog renews with the reentrant renewal, for `owner:write`.
+/// Natively it must renew as the Lua does (the native `LOCK.RENEW` refuses a read-write lock),
+/// and the new expiry must reach a replica as an absolute time.
+#[test]
+fn the_write_locks_watchdog_renewal_renews_natively_and_replicates() {
+    let scripts = Scripts::load();
+    let primary = native();
+    load(&primary, &scripts);
+    let replica = primary.replica();
+    let (mut pc, mut rc) = (primary.conn(), replica.conn());
+    ok(&mut pc, &["RWLOCK.WLOCK", "w", OWNER, "30000"]);
+    let writer = format!("{OWNER}:write");
+    let before = field(&mut pc, "redisson_native_total");
+    let since = common::diff::now_ms();
+    let renewed = call(&mut pc, &["EVALSHA", RENEW_TASK, "1", "w", "60000", &writer]).expect("renewal");
+    assert_eq!(renewed, Value::Array(vec![Value::Int(1)]));
+    assert_eq!(field(&mut pc, "redisson_native_total"), before + 1, "ran natively");
+    assert_lease(&mut pc, "w", 60_000, since);
+    // Another owner's field is not there: nothing renewed.
+    let other = call(&mut pc, &["EVALSHA", RENEW_TASK, "1", "w", "90000", "other:1:write"]).expect("renewal");
+    assert_eq!(other, Value::Array(vec![Value::Int(0)]));
+    assert_lease(&mut pc, "w", 60_000, since);
+    wait_replica(&mut pc);
+    assert_eq!(pexpiretime(&mut rc, "w"), pexpiretime(&mut pc, "w"), "the replica's expiry is the primary's");
+    assert_eq!(hgetall(&mut rc, "w"), map(&[("mode", "write"), (&writer, "1")]));
+}
+
+/// A writer parked with BLOCK makes the native `RWLOCK.RLOCK` refuse new readers; Redisson's
+/// read-lock script cannot see it and grants the read, so its call is left to Lua.
+#[test]
+fn a_redisson_reader_is_granted_as_by_lua_while_a_native_writer_is_parked() {
+    let scripts = Scripts::load();
+    let s = native();
+    load(&s, &scripts);
+    let mut c = s.conn();
+    ok(&mut c, &["RWLOCK.RLOCK", "rw", "reader:1", "30000"]);
+    let mut parked_writer = s.conn();
+    let waiter = std::thread::spawn(move || {
+        let v: Value = redis::cmd("RWLOCK.WLOCK")
+            .arg("rw")
+            .arg("writer:1")
+            .arg("30000")
+            .arg("BLOCK")
+            .arg("20000")
+            .query(&mut parked_writer)
+            .expect("WLOCK");
+        v
+    });
+    common::parked::wait_blocked(&mut c, 1);
+    // A new native reader waits behind the writer.
+    assert!(matches!(ok(&mut c, &["RWLOCK.RLOCK", "rw", "reader:2", "30000"]), Value::Int(t) if t > 0));
+    // Redisson's reader is granted, as the Lua grants it.
+    let prefix = common::names::read_timeout_prefix("rw", OWNER);
+    let granted = call(&mut c, &["EVALSHA", RLOCK, "2", "rw", &prefix, "30000", OWNER, &format!("{OWNER}:write")]);
+    assert_eq!(granted, Ok(Value::Nil));
+    assert_eq!(hgetall(&mut c, "rw"), map(&[("mode", "read"), ("reader:1", "1"), (OWNER, "1")]));
+    assert_eq!(field(&mut c, "redisson_fallbacks") + field(&mut c, "redisson_left_to_lua"), 1);
+    ok(&mut c, &["RWLOCK.FORCEUNLOCK", "rw", "READ"]);
+    assert_eq!(waiter.join().expect("waiter"), Value::Nil, "the parked writer gets the lock");
+}

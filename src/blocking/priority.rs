@@ -43,6 +43,11 @@ fn nobody_parked() -> bool {
     !super::any_parked()
 }
 
+/// Whether a writer is parked on `key` (in the selected database): one flag when nobody is.
+pub fn writer_waits(ctx: &Ctx, key: &[u8]) -> bool {
+    !nobody_parked() && writer_parked(&(ctx.selected_db(), key.to_vec()))
+}
+
 /// Whether `req`, a new acquire on `key`, must let a parked writer go first. A lock that came
 /// free a moment ago (a lease just ran out, a foreign release not yet served) is served first,
 /// so its parked writer takes it before the new reader looks.

@@ -11,7 +11,7 @@
 use super::rewrite::{Native, MAX_MS};
 use super::table::{FairVersion, Kind};
 use crate::core::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
-use crate::core::{parse_i64, Reply, Result, Store};
+use crate::core::{kinds, parse_i64, LockError, Reply, Result, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, Handler};
 use crate::{names, stats};
@@ -71,7 +71,20 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
     let key = args.bytes(1);
     let mut s = RedisStore::new(ctx, args);
     let mut seen = Seen::default();
+    if module_rule_applies(ctx, &mut s, kind, key)? {
+        return Ok(None);
+    }
     let plain = match kind {
+        // The Lua's meaning on any hash: the field is there, so the lease is reset. The native
+        // `LOCK.RENEW` refuses a read-write lock's hash, where the write lock's watchdog sends
+        // this body for `owner:write`.
+        Kind::LockRenew { task } => {
+            let renewed = renew_field(&mut s, key, args.bytes(2), args.bytes(3))?;
+            if renewed == 1 {
+                stats::RENEWED.inc();
+            }
+            return Ok(Some(Pre::Done(wrap(task, renewed))));
+        }
         // A counter at -2 would grant token -1: `[-1, -1]`, which also means "refused".
         Kind::LockAcquireFenced { token_reply: false } => {
             s.get(&names::token(key))?.and_then(|v| parse_i64(&v)) != Some(-2)
@@ -92,10 +105,12 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
             }
             return Ok(renewed.map(|n| Pre::Done(wrap(task, n))));
         }
-        // 4.4+ renews only the owner's read holds, and only if it reads.
+        // 4.4+ renews only the owner's read holds, and only if it reads. Its Lua does not
+        // look at the mode: on a hash without one (a reentrant lock's) it renews what
+        // `RWLOCK.RENEW` refuses.
         Kind::RwRenewOwner => match s.hash_get(key, args.bytes(2))? {
             None => return Ok(Some(Pre::Done(wrap(true, 0)))),
-            Some(v) => parse_i64(&v).is_some_and(|c| c <= MAX_HOLDS_PER_FIELD),
+            Some(v) => parse_i64(&v).is_some_and(|c| c <= MAX_HOLDS_PER_FIELD) && s.hash_get(key, MODE)?.is_some(),
         },
         Kind::FairAcquire(v) => {
             let owner = args.bytes(2);
@@ -122,6 +137,51 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
         return Ok(None);
     }
     Ok(Some(Pre::Run(seen)))
+}
+
+/// True if the native command would apply one of the module's own rules here, which the
+/// script does not know, so the two would answer differently: the call is left to Lua.
+///
+/// - One name, one kind: the reentrant and fair commands refuse a read-write lock's hash (the
+///   scripts count the caller's field in it, or delete it), and the read-write commands refuse
+///   a hash without a mode (the scripts add a mode to it).
+/// - A fair queue is not jumped: a free name whose fair queue has a live waiter is refused to
+///   the reentrant and read-write acquires (the scripts do not look at the queue).
+/// - Writers are not starved: a new reader is refused while a writer is parked with `BLOCK`
+///   (Redisson's clients cannot see parked writers, and its script grants the read).
+///
+/// None of these states arises while one lock class alone uses a name, so Redisson's calls in
+/// ordinary use all still run natively (tests/redisson_states.rs checks both).
+fn module_rule_applies(ctx: &Ctx, s: &mut RedisStore, kind: Kind, key: &[u8]) -> Result<bool> {
+    Ok(match kind {
+        Kind::LockAcquire | Kind::LockAcquireFenced { .. } => {
+            kinds::is_rwlock(s, key) || (!s.exists(key) && kinds::fair_queue_ahead(s, key)?.is_some())
+        }
+        Kind::LockUnlock { .. }
+        | Kind::LockForceUnlock { .. }
+        | Kind::FairAcquire(_)
+        | Kind::FairTry { .. }
+        | Kind::FairUnlock { .. }
+        | Kind::FairForceUnlock { .. } => kinds::is_rwlock(s, key),
+        Kind::RwRead | Kind::RwWrite if s.hash_get(key, MODE)?.is_none() => {
+            s.exists(key) || kinds::fair_queue_ahead(s, key)?.is_some()
+        }
+        Kind::RwRead => crate::blocking::writer_waits(ctx, key),
+        _ => false,
+    })
+}
+
+/// Redisson's reentrant renewal, as its Lua does it on any hash: if `field` is there, the
+/// lock's lease is reset to `lease` (1), else nothing (0). Another type is an error (the
+/// script's `WRONGTYPE`, from running it).
+fn renew_field<S: Store>(s: &mut S, key: &[u8], field: &[u8], lease: &[u8]) -> Result<i64> {
+    let lease = parse_i64(lease).filter(|l| (1..=MAX_MS).contains(l)).ok_or(LockError::NotInteger)?;
+    if s.hash_get(key, field)?.is_none() {
+        return Ok(0);
+    }
+    let at = s.now() + lease;
+    s.pexpire_at(key, at);
+    Ok(1)
 }
 
 /// The native reply as the script gives it.

@@ -134,10 +134,13 @@ fn same_slot(name: &[u8], keys: &[&[u8]]) -> bool {
     keys.iter().all(|k| slot_part(k) == part)
 }
 
+/// The script publishes the way the module does. A command passed as an argument is compared
+/// without regard to case, as Lua's `redis.call` looks it up: Redisson sends `PUBLISH`, ports
+/// of it that reuse its scripts may send `publish`.
 fn publish_ok(p: Publish, argv: &[&[u8]], env: Env) -> bool {
     match p {
         Publish::Fixed => !env.sharded,
-        Publish::Arg(i) => argv.get(i - 1).is_some_and(|c| *c == env.publish_cmd()),
+        Publish::Arg(i) => argv.get(i - 1).is_some_and(|c| c.eq_ignore_ascii_case(env.publish_cmd())),
     }
 }
 

@@ -150,6 +150,21 @@ fn acquire(keys: &[&str], argv: &[&str]) -> Option<Plan> {
 }
 
 #[test]
+fn the_publish_command_passed_as_an_argument_matches_in_any_case_as_lua_looks_it_up() {
+    let ch = "redisson_lock__channel:{l}";
+    for cmd in ["PUBLISH", "publish", "Publish"] {
+        assert!(acquire(&["l", ch], &["0", "100", "o", cmd]).is_some(), "{cmd}");
+    }
+    let sharded = Env { sharded: true };
+    let k: Vec<&[u8]> = vec![b"l", ch.as_bytes()];
+    for (cmd, ok) in [("spublish", true), ("SPUBLISH", true), ("publish", false)] {
+        let a: Vec<&[u8]> = vec![b"0", b"100", b"o", cmd.as_bytes()];
+        let planned = plan(Kind::LockUnlock { publish: Publish::Arg(4), latch: false }, &k, &a, sharded);
+        assert_eq!(planned.is_some(), ok, "{cmd} while the module publishes sharded");
+    }
+}
+
+#[test]
 fn keys_or_arguments_the_module_would_not_derive_leave_the_call_to_lua() {
     let ch = "redisson_lock__channel:{l}";
     assert!(acquire(&["l", ch], &["0", "100", "o", "PUBLISH"]).is_some());
@@ -159,7 +174,7 @@ fn keys_or_arguments_the_module_would_not_derive_leave_the_call_to_lua() {
     // Another message, publish command, or a lease the native parser would not take.
     assert_eq!(acquire(&["l", ch], &["1", "100", "o", "PUBLISH"]), None);
     assert_eq!(acquire(&["l", ch], &["0", "100", "o", "SPUBLISH"]), None);
-    assert_eq!(acquire(&["l", ch], &["0", "100", "o", "publish"]), None);
+    assert_eq!(acquire(&["l", ch], &["0", "100", "o", "PUBLISHX"]), None);
     for lease in ["0", "-5", "010", "1.5", "", "99999999999999999999"] {
         assert_eq!(acquire(&["l", ch], &["0", lease, "o", "PUBLISH"]), None, "{lease}");
     }

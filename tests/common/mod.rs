@@ -12,6 +12,7 @@ pub mod diff;
 pub mod names;
 pub mod parked;
 pub mod redisson;
+pub mod redisson_calls;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

@@ -264,12 +264,33 @@ impl ScriptPair {
 
     /// Asserts both keyspaces and the messages published so far match.
     pub fn check(&mut self) {
-        let (l, n) = stable_dumps([&mut self.lc, &mut self.nc], 5 * GUARD_MS);
-        if let Some(d) = keyspace_difference(("lua", &l), ("native", &n), TOL_MS) {
+        if let Some(d) = self.difference() {
             panic!("step {}: {d}", self.steps);
         }
+    }
+
+    /// The first difference between the keyspaces or the messages published so far, if any.
+    pub fn difference(&mut self) -> Option<String> {
+        let (l, n) = stable_dumps([&mut self.lc, &mut self.nc], 5 * GUARD_MS);
         let (ml, mn) = (self.lsub.take(), self.nsub.take());
-        assert_eq!(ml, mn, "step {}: different messages", self.steps);
+        keyspace_difference(("lua", &l), ("native", &n), TOL_MS)
+            .or_else(|| (ml != mn).then(|| format!("different messages: lua {ml:?} native {mn:?}")))
+    }
+
+    /// `EVALSHA sha keys... args...` on both sides, back to back after the expiry guard (RESP2):
+    /// both replies, and whether they match (TTL replies within the tolerance when `ttl`).
+    /// Unlike [`ScriptPair::eval`] it asserts nothing, for a caller that gathers differences.
+    pub fn eval_both(&mut self, sha: &str, keys: &[String], argv: &[String], ttl: bool) -> (Raw, Raw, bool) {
+        self.wait_out_expiries(2 * GUARD_MS);
+        let now = super::diff::now_ms().to_string();
+        let mut a: Vec<String> = vec!["EVALSHA".into(), sha.into(), keys.len().to_string()];
+        a.extend(keys.iter().chain(argv).map(|x| if x == "<now>" { now.clone() } else { x.clone() }));
+        let l = self.raw[0].call(&a);
+        let n = self.raw[1].call(&a);
+        self.steps += 1;
+        self.scripts_sent += 1;
+        let same = raw_match(&l, &n, ttl);
+        (l, n, same)
     }
 
     /// Flushes both sides and drops the messages so far: the same state on both again.
