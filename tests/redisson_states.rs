@@ -32,6 +32,7 @@ const THEM: &str = "0d9e8f7a-6b5c-4d3e-8f1a-abcdefabcdef:77";
 const WAITER: &str = "5a5a5a5a-1111-2222-3333-444455556666:9";
 const REQUEST: &str = "00000000000000aa";
 const LEASE_MS: i64 = 30_000;
+const MAX: &str = "9223372036854775807";
 
 /// Who holds the lock in a state.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,6 +56,11 @@ enum State {
     Free,
     Reentrant(Holder),
     ReentrantTwice(Holder),
+    /// A hold count at the top of the 64-bit range: one more `HINCRBY` overflows.
+    ReentrantMax(Holder),
+    /// The same for a read hold count and a write hold count.
+    ReadMax(Holder),
+    WriteMax(Holder),
     /// A reentrant hash without expiry (PERSIST).
     ReentrantForever(Holder),
     Fenced(Holder),
@@ -92,6 +98,9 @@ fn states() -> Vec<State> {
             Reentrant(h),
             ReentrantTwice(h),
             ReentrantForever(h),
+            ReentrantMax(h),
+            ReadMax(h),
+            WriteMax(h),
             Fenced(h),
             Fair(h),
             FairQueued(h),
@@ -136,6 +145,9 @@ fn setup(state: State, now: i64) -> Vec<Vec<String>> {
         Reentrant(h) | Fair(h) => held(h.id(), "1"),
         ReentrantTwice(h) => held(h.id(), "2"),
         ReentrantForever(h) => vec![cmd(&["HSET", NAME, h.id(), "1"])],
+        ReentrantMax(h) => held(h.id(), MAX),
+        ReadMax(h) => [rw("read", &[(h.id(), MAX)]), vec![read_hold(h.id(), 1)]].concat(),
+        WriteMax(h) => rw("write", &[(&format!("{}:write", h.id()), MAX)]),
         Fenced(h) => [held(h.id(), "1"), vec![cmd(&["SET", &names::token(NAME), "41"])]].concat(),
         FairQueued(h) => [held(h.id(), "1"), queued(WAITER, now + 40_000)].concat(),
         FairQueuedExpired(h) => [held(h.id(), "1"), queued(WAITER, now - 5_000)].concat(),
@@ -180,7 +192,7 @@ fn makes(state: State) -> Makes {
         Reentrant(_) | ReentrantTwice(_) | Fenced(_) | LatchReleased(_) => Makes::Reentrant,
         Fair(_) | FairQueued(_) | FairQueuedExpired(_) | FairFreeQueued | FairFreeMeQueued => Makes::Fair,
         Write(_) | Read(_) | ReadSeveral(_) | ReadExpired(_) | WriteThenRead(_) => Makes::ReadWrite,
-        ReentrantForever(_) | WriteForever(_) | WrongType => Makes::Nobody,
+        ReentrantForever(_) | WriteForever(_) | ReentrantMax(_) | ReadMax(_) | WriteMax(_) | WrongType => Makes::Nobody,
     }
 }
 
@@ -243,6 +255,12 @@ fn every_redisson_body_answers_as_its_lua_on_every_lock_state() {
     for body in &scripts.bodies {
         let r = role(&body.sha);
         for state in states() {
+            // A body that loops over hold counts would spin for ever in Lua on a count near
+            // 2^63 (and so would the module's fallback to it): those pairs are not run.
+            let huge = matches!(state, State::ReentrantMax(_) | State::ReadMax(_) | State::WriteMax(_));
+            if huge && body.text.contains("for ") {
+                continue;
+            }
             for owner in callers(r) {
                 // A renewal by `owner:write` is the write lock's: ordinary only on its states.
                 let by_writer = owner.ends_with(":write");
