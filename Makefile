@@ -27,7 +27,7 @@ run: release ## Build, then run redis-server on PORT (default 6379) with the mod
 # a server that is not installed is reported loudly and skipped; naming it explicitly fails.
 SERVER ?= all
 
-test: build ## Unit tests, then integration, Python and Node client tests once per server (SERVER=redis|valkey|all)
+test: build ## Unit tests, then integration, Python client and docs example tests once per server, then Node (SERVER=redis|valkey|all)
 	$(CARGO) test --lib
 	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
@@ -39,6 +39,7 @@ test: build ## Unit tests, then integration, Python and Node client tests once p
 	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
 	  SERVER=$$s $(CARGO) test --tests; \
 	  $(MAKE) --no-print-directory test-python SERVER=$$s; \
+	  $(MAKE) --no-print-directory test-docs SERVER=$$s; \
 	done
 	$(MAKE) --no-print-directory test-node
 
@@ -72,16 +73,36 @@ test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) 
 VENV ?= .venv
 PY_LOCK := clients/python/requirements.lock
 
-test-python: build ## Python client tests (pytest, pinned deps in .venv) on SERVER=redis|valkey (default redis)
+test-python: build python-env ## Python client tests (pytest, pinned deps in .venv) on SERVER=redis|valkey (default redis)
 	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
 	bin=$$(bash scripts/server-bin.sh $$s); \
 	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
-	if [ ! -x $(VENV)/bin/python ]; then python3 -m venv $(VENV); fi; \
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(PY_LOCK); \
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./clients/python; \
 	echo "=== python client tests on $$s: $$bin"; \
-	cd clients/python && REDIS_SERVER="$$bin" LOCKMOD_MODULE="$(CURDIR)/$(SO_DEBUG)" \
+	cd clients/python && REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
 	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests
+
+# The pinned dependencies and the package from ./clients/python, in .venv.
+.PHONY: python-env
+python-env:
+	@if [ ! -x $(VENV)/bin/python ]; then python3 -m venv $(VENV); fi
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(PY_LOCK)
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./clients/python
+
+# The Node library's pinned dependencies (ioredis), installed again only when the lock changes.
+clients/node/node_modules/.package-lock.json: clients/node/package-lock.json
+	@command -v npm >/dev/null || { echo "*** npm is NOT installed (scripts/install-deps.sh) ***" >&2; exit 1; }
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
+
+# Every fenced block of README.md, docs/*.md and clients/*/README.md in Python, JavaScript or
+# redis-cli form, run as written (tests/docs/test_docs.py says how, and the markers it reads).
+.PHONY: test-docs
+test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run every documented example as written (tests/docs) on SERVER=redis|valkey (default redis)
+	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
+	bin=$$(bash scripts/server-bin.sh $$s); \
+	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
+	echo "=== documented examples on $$s: $$bin"; \
+	REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
+	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests/docs
 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib

@@ -22,6 +22,11 @@ export interface LockClientOptions {
   maxIdleWaitConnections?: number;
 }
 
+export interface CloseOptions {
+  /** Also close the ioredis client the LockClient was made from (default false). */
+  client?: boolean;
+}
+
 export interface LockOptions {
   /** The owner id (default `<client uuid>:<n>`, a new n per lock object). */
   owner?: string;
@@ -115,9 +120,15 @@ export class LockClient {
   lock(name: string, options?: LockOptions): Lock;
   fairLock(name: string, options?: FairLockOptions): FairLock;
   readWriteLock(name: string, options?: LockOptions): ReadWriteLock;
-  /** Closes the library's connections (not the caller's client). */
-  quit(): Promise<void>;
-  disconnect(): void;
+  /** The ioredis client this LockClient was made from (duplicated, never used itself). */
+  readonly redis: Redis | Cluster;
+  /**
+   * Closes the library's connections; the caller's client too with `{ client: true }` (one
+   * call that closes everything, e.g. after `new LockClient(new Redis())`).
+   */
+  quit(options?: CloseOptions): Promise<void>;
+  /** Closes every connection at once, replies pending or not (`{ client: true }` as quit). */
+  disconnect(options?: CloseOptions): void;
 }
 
 /**

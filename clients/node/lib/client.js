@@ -16,8 +16,10 @@ class LockClient {
    */
   constructor(redis, options = {}) {
     if (redis == null || typeof redis.duplicate !== 'function') {
-      throw new TypeError('LockClient needs an ioredis Redis or Cluster instance');
+      throw new TypeError('LockClient takes an ioredis Redis or Cluster instance: new LockClient(new Redis())');
     }
+    /** The caller's client: duplicated, never used; `quit({ client: true })` closes it too. */
+    this.redis = redis;
     this.id = options.id ?? randomUUID();
     this.watchdogTimeout = positive(options.watchdogTimeout ?? 30000, 'watchdogTimeout');
     this.renewInterval = positive(options.renewInterval ?? Math.floor(this.watchdogTimeout / 3), 'renewInterval');
@@ -126,22 +128,32 @@ class LockClient {
     }
   }
 
-  /** Closes every connection of this client (the caller's own client is left alone). */
-  async quit() {
+  /**
+   * Closes every connection of this client. The ioredis client it was made from is the
+   * caller's and stays open, unless `{ client: true }`: then it is quit too, so that one call
+   * closes everything (`new LockClient(new Redis())` keeps no other reference to it).
+   */
+  async quit(options = {}) {
     this.closed = true;
     this.waits.close();
-    try {
-      await this.conn.quit();
-    } catch {
-      this.conn.disconnect();
-    }
+    await quitOrDisconnect(this.conn);
+    if (options.client) await quitOrDisconnect(this.redis);
   }
 
-  /** Closes every connection at once, replies pending or not. */
-  disconnect() {
+  /** Closes every connection at once, replies pending or not (`{ client: true }` as quit). */
+  disconnect(options = {}) {
     this.closed = true;
     this.waits.close();
     this.conn.disconnect();
+    if (options.client) this.redis.disconnect();
+  }
+}
+
+async function quitOrDisconnect(conn) {
+  try {
+    await conn.quit();
+  } catch {
+    conn.disconnect();
   }
 }
 

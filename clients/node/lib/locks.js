@@ -208,6 +208,19 @@ const FAIR = {
   fenceable: true,
 };
 
+/**
+ * Throws a TypeError naming the right call unless `client` is a LockClient: the natural first
+ * guess, `new Lock(redis, name)` with an ioredis client, would otherwise fail deep inside.
+ */
+function checkClient(client, kind, factory) {
+  if (client != null && typeof client.nextOwner === 'function' && typeof client.callWaiting === 'function') return;
+  const got = client != null && typeof client.duplicate === 'function' ? ', not an ioredis client' : '';
+  throw new TypeError(
+    `${kind} takes a LockClient${got}: new ${kind}(new LockClient(redis), name), ` +
+      `or locks.${factory}(name) with const locks = new LockClient(redis)`,
+  );
+}
+
 function newHolder(client, name, spec, options) {
   const owner = options.owner ?? client.nextOwner();
   if (typeof owner !== 'string' || owner === '') throw new TypeError('owner must be a non-empty string');
@@ -217,6 +230,7 @@ function newHolder(client, name, spec, options) {
 /** Redisson's RLock (and RFencedLock with `fenced: true`). */
 class Lock extends LockView {
   constructor(client, name, options = {}) {
+    checkClient(client, 'Lock', 'lock');
     super(client, name, newHolder(client, name, LOCK, options), 'main', LOCK, options);
   }
 }
@@ -224,6 +238,7 @@ class Lock extends LockView {
 /** Redisson's RedissonFairLock: granted in arrival order. */
 class FairLock extends LockView {
   constructor(client, name, options = {}) {
+    checkClient(client, 'FairLock', 'fairLock');
     super(client, name, newHolder(client, name, FAIR, options), 'main', FAIR, options);
     this.wait = optionalMs(options.wait, 'wait') ?? FAIR_WAIT_DEFAULT;
   }
@@ -288,6 +303,7 @@ class WriteLock extends RwSide {
 /** Redisson's RReadWriteLock: `readLock()` and `writeLock()` share one owner. */
 class ReadWriteLock {
   constructor(client, name, options = {}) {
+    checkClient(client, 'ReadWriteLock', 'readWriteLock');
     const holder = newHolder(client, name, RW, options);
     this.name = name;
     this.owner = holder.owner;

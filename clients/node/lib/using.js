@@ -11,6 +11,10 @@ const { LockTimeoutError } = require('./errors');
  * `fn` throws, its error wins over any error of the release.
  */
 async function using(lock, fn, options = {}) {
+  if (lock == null || typeof lock.acquire !== 'function' || typeof lock.release !== 'function') {
+    throw new TypeError('using takes a lock: using(locks.lock(name), async (signal) => { ... })');
+  }
+  if (typeof fn !== 'function') throw new TypeError('using(lock, fn): fn must be a function');
   if (!(await lock.acquire(options))) {
     throw new LockTimeoutError(`lock ${lock.name} not acquired within ${options.timeout} ms`);
   }

@@ -6,7 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const Redis = require('ioredis');
 const { withServer, until, parked } = require('./support/server');
-const { LockClient, LockNotHeldError, tokenKey, using, LockTimeoutError } = require('..');
+const { LockClient, Lock, FairLock, ReadWriteLock, LockNotHeldError, tokenKey, using, LockTimeoutError } = require('..');
 
 let server;
 let r;
@@ -85,6 +85,45 @@ test('bad arguments throw before anything is sent', async () => {
   await assert.rejects(lock.acquire({ lease: 0 }), RangeError);
   assert.throws(() => client.lock(''), TypeError);
   assert.equal(await r.exists('bad'), 0);
+});
+
+test('a lock given an ioredis client instead of a LockClient throws a TypeError naming the right call', () => {
+  const cases = [
+    [() => new Lock(r, 'x'), /^Lock takes a LockClient, not an ioredis client: new Lock\(new LockClient\(redis\), name\), or locks\.lock\(name\)/],
+    [() => new FairLock(r, 'x'), /^FairLock takes a LockClient, not an ioredis client: new FairLock\(new LockClient\(redis\), name\), or locks\.fairLock\(name\)/],
+    [() => new ReadWriteLock(r, 'x'), /^ReadWriteLock takes a LockClient, not an ioredis client: .*locks\.readWriteLock\(name\)/],
+    [() => new Lock(undefined, 'x'), /^Lock takes a LockClient: new Lock\(new LockClient\(redis\), name\)/],
+    [() => new Lock({}, 'x'), /^Lock takes a LockClient: /],
+    [() => new LockClient({ host: 'localhost' }), /^LockClient takes an ioredis Redis or Cluster instance: new LockClient\(new Redis\(\)\)/],
+  ];
+  for (const [fn, message] of cases) assert.throws(fn, (err) => err instanceof TypeError && message.test(err.message));
+  assert.ok(new Lock(client, 'x') instanceof Lock, 'a LockClient is accepted');
+});
+
+test('using() throws a TypeError when given something other than a lock', async () => {
+  await assert.rejects(using(r, async () => {}), /^TypeError: using takes a lock: using\(locks\.lock\(name\), /);
+  await assert.rejects(using(client.lock('u'), undefined), TypeError);
+  assert.equal(await r.exists('u'), 0);
+});
+
+test('quit({ client: true }) also quits the ioredis client the LockClient was made from', async () => {
+  const mine = new Redis({ port: server.port, lazyConnect: false });
+  const locks = new LockClient(mine);
+  assert.equal(locks.redis, mine);
+  await using(locks.lock('quits'), async () => {});
+  await locks.quit();
+  assert.equal(await mine.ping(), 'PONG', 'quit() leaves the caller client alone');
+  const again = new LockClient(mine);
+  await using(again.lock('quits'), async () => {});
+  await again.quit({ client: true });
+  await until(() => mine.status === 'end', 'the caller client to close');
+  const other = new Redis({ port: server.port });
+  const hard = new LockClient(other);
+  await using(hard.lock('quits'), async () => {});
+  hard.disconnect({ client: true });
+  await until(() => other.status === 'end', 'the caller client to close');
+  // Quitting a caller client that is already closed is not an error.
+  await again.quit({ client: true });
 });
 
 test('using() releases after the callback, also when it throws, and times out cleanly', async () => {

@@ -41,7 +41,12 @@ async function main(): Promise<void> {
   client.lock();
   // @ts-expect-error: LockClient takes an ioredis client, not options
   new LockClient({ host: 'localhost' });
-  void [ok, token, holds, held, ttl, forced, r, n, s, lost, key, v, onCluster];
+  // @ts-expect-error: a Lock takes a LockClient, not the ioredis client
+  new Lock(new Redis(), 'orders');
+  const mine: Redis | Cluster = client.redis;
+  void [ok, token, holds, held, ttl, forced, r, n, s, lost, key, v, onCluster, mine];
+  onCluster.disconnect({ client: true });
+  await client.quit({ client: true });
   await client.quit();
 }
 

@@ -4,8 +4,10 @@ the keyspace Redisson would read, and the queries (locked, owned, remaining_ms, 
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import threading
+import weakref
 
 import pytest
 import redis
@@ -136,6 +138,55 @@ def test_asyncio_locks_are_reentrant_per_task(server) -> None:
             await fair.release()
         await alocks.close(r)
         await r.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_lock_keeps_the_client_it_was_given_alive_and_only_while_it_lives(server) -> None:
+    # The README's first line: a client made inline has no other reference than the lock.
+    for kind in (Lock, FairLock):
+        with kind(redis.Redis(port=server.port), f"inline-{kind.__name__}") as lock:
+            assert lock.owned() and gc.collect() >= 0 and lock.hold_count() == 1
+        assert not lock.locked()
+    rw = ReadWriteLock(redis.Redis(port=server.port), "inline-rw").write_lock()
+    gc.collect()
+    with rw:
+        assert rw.owned()
+    # The library's own registry holds the client weakly: once its locks are gone, it goes.
+    client = redis.Redis(port=server.port)
+    ref = weakref.ref(client)
+    lock = Lock(client, "inline-gone", lease_ms=30_000)
+    with lock:
+        pass
+    lock2 = ReadWriteLock(client, "inline-gone-rw")
+    del client
+    gc.collect()
+    assert ref() is lock.client is lock2.client
+    del lock, lock2
+    gc.collect()
+    assert ref() is None, "a client outlived its locks: something else keeps it"
+
+
+def test_an_asyncio_lock_keeps_the_client_it_was_given_alive(server) -> None:
+    async def main() -> None:
+        async with alocks.Lock(aredis.Redis(port=server.port), "ainline") as lock:
+            gc.collect()
+            assert await lock.hold_count() == 1
+        assert not await lock.locked()
+        w = alocks.ReadWriteLock(aredis.Redis(port=server.port), "ainline-rw").write_lock()
+        gc.collect()
+        async with w:
+            assert await w.owned()
+        client = aredis.Redis(port=server.port)
+        ref = weakref.ref(client)
+        lock = alocks.FairLock(client, "ainline-fair", lease_ms=30_000)
+        async with lock:
+            pass
+        await alocks.close(client)
+        await client.aclose()
+        del client, lock
+        gc.collect()
+        assert ref() is None, "an asyncio client outlived its locks"
 
     asyncio.run(main())
 

@@ -40,6 +40,10 @@ log = logging.getLogger("redis_lockmod")
 class _SyncLock(LockBase):
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         super().__init__(session_for(client), name, **options)
+        #: The client this lock was given, held strongly (as redis-py's own ``Lock`` does), so
+        #: that ``Lock(redis.Redis(), name)`` works: the library's registry of sessions holds
+        #: clients weakly, and the lock keeps its client alive for as long as the lock lives.
+        self.client = client
 
     def _tid(self) -> int:
         return thread_id()
@@ -152,6 +156,7 @@ class ReadWriteLock:
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         fenced = options.pop("fenced", False)
         self.name = name
+        self.client = client
         self._read = ReadLock(client, name, **options)
         self._write = WriteLock(client, name, fenced=fenced, **options)
 

@@ -32,6 +32,8 @@ class _AsyncLock(LockBase):
 
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         super().__init__(session_for(client), name, **options)
+        #: Held strongly, as in the sync locks: the lock keeps the client it was given alive.
+        self.client = client
 
     def _tid(self) -> int:
         return task_id()
@@ -143,6 +145,7 @@ class ReadWriteLock:
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         fenced = options.pop("fenced", False)
         self.name = name
+        self.client = client
         self._read = ReadLock(client, name, **options)
         self._write = WriteLock(client, name, fenced=fenced, **options)
 
