@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 
-use crate::access::{grants_every_command, grants_everything};
+use crate::core::access::{grants_every_command, grants_everything};
 use crate::ffi::acl::{self, User};
 use crate::ffi::Ctx;
 

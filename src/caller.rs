@@ -1,5 +1,5 @@
 //! Who a command runs for, and the checks of what that user's ACL lets it touch beyond the
-//! lock key (the derived keys and channels of `crate::access`).
+//! lock key (the derived keys and channels of `crate::core::access`).
 //!
 //! Each store carries an [`Access`]: the command's caller, looked up at the first check (a
 //! command that touches only its lock key never asks), the user a parked client ran as (for
@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use redis_module::raw;
 
-use crate::access::{KeyUse, Need};
+use crate::core::access::{KeyUse, Need};
 use crate::core::{Denied, LockError, Result};
 use crate::ffi::acl::{self, User};
 use crate::ffi::{Ctx, RStr};
@@ -201,7 +201,7 @@ fn judge(ctx: &Ctx, name: Name) -> State {
     };
     let Some(user) = User::find(ctx, s) else { return State::Gone(name.bytes().to_vec()) };
     // Without the description (Redis before 7.0.8) every name is checked: correct, slower.
-    if user.description().is_some_and(|d| crate::access::grants_everything(d.bytes())) {
+    if user.description().is_some_and(|d| crate::core::access::grants_everything(d.bytes())) {
         remember(ctx, name.bytes());
         return State::Open(Some(name));
     }

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 
 use crate::core::hold_expiries::HoldExpiries;
-use crate::names;
+use crate::core::names;
 
 /// At most this many holds are indexed over all locks (about 40 bytes each).
 pub const MAX_POSITIONS: usize = 250_000;

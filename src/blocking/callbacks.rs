@@ -75,7 +75,7 @@ fn on_timeout(ctx: &Ctx) -> Reply {
             Err(e) => (Reply::Error(e.to_string()), false),
         }
     } else {
-        match crate::core::permit(&mut store, || vec![crate::access::lock(&id.1)]) {
+        match crate::core::permit(&mut store, || vec![crate::core::access::lock(&id.1)]) {
             Ok(()) => (paused::refusal(ctx, &id.1, &w.req), false),
             Err(e) => (Reply::Error(e.to_string()), false),
         }

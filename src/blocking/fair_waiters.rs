@@ -55,7 +55,7 @@ fn drop_denied(ctx: &Ctx, id: &LockId) {
     for (client, who) in users {
         let args = Args::empty();
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&who);
-        let needs = || [vec![crate::access::lock(&id.1)], crate::access::fair(&id.1)].concat();
+        let needs = || [vec![crate::core::access::lock(&id.1)], crate::core::access::fair(&id.1)].concat();
         let Err(e) = crate::core::permit(&mut store, needs) else { continue };
         drop(store);
         let gone = with(|r| {
@@ -209,7 +209,7 @@ pub fn forget_cancels() {
 fn may_write_queue(ctx: &Ctx, id: &LockId, who: &Who) -> bool {
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who);
-    crate::core::permit(&mut store, || crate::access::fair(&id.1)).is_ok()
+    crate::core::permit(&mut store, || crate::core::access::fair(&id.1)).is_ok()
 }
 
 /// The cancels grouped by lock, locks in the order they first gave up, each lock's cancels in
@@ -231,7 +231,7 @@ fn by_lock<T>(cancels: Vec<(LockId, T)>) -> Vec<(LockId, Vec<T>)> {
 pub fn first_in_line(ctx: &Ctx, id: &LockId) -> Option<Vec<u8>> {
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    store.list_index(&crate::names::fair_queue(&id.1), 0).ok().flatten()
+    store.list_index(&crate::core::names::fair_queue(&id.1), 0).ok().flatten()
 }
 
 /// The fair locks whose queue `key` may be: `redisson_lock_queue:{name}` belongs to `name`

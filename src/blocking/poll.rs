@@ -70,7 +70,7 @@ fn sig(ctx: &Ctx, id: &LockId) -> Sig {
         (kind, k.len(), at)
     };
     let (kind, len, at) = look(&id.1);
-    let (_, queued, _) = look(&crate::names::fair_queue_buf(&id.1));
+    let (_, queued, _) = look(&crate::core::names::fair_queue_buf(&id.1));
     (kind, len, at, queued)
 }
 

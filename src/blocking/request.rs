@@ -97,7 +97,7 @@ pub(super) fn attempt_for_waiter(
     req: &Request,
     writers: Writers,
 ) -> Result<Attempt> {
-    crate::core::permit(store, || vec![crate::access::lock(key)])?;
+    crate::core::permit(store, || vec![crate::core::access::lock(key)])?;
     attempt(store, key, req, writers)
 }
 

@@ -31,7 +31,7 @@ pub(super) fn all_open(ctx: &Ctx) -> bool {
                 let name = ctx.string(n);
                 User::find(ctx, name.as_ref())
                     .and_then(|u| u.description())
-                    .is_some_and(|d| crate::access::grants_everything(d.bytes()))
+                    .is_some_and(|d| crate::core::access::grants_everything(d.bytes()))
             })
     });
     ALL_OPEN.store(if open { OPEN } else { RESTRICTED }, Relaxed);

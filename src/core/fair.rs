@@ -17,7 +17,7 @@
 
 use super::reentrant::{self, Acquired};
 use super::{deadline, incremented, kinds, latch_check, latch_record, permit, Latch, Reply, Result, Store};
-use crate::{access, names};
+use crate::core::{access, names};
 use std::collections::{HashMap, HashSet};
 
 /// The largest deadline a waiter gets: the largest expiry time, in ms since the epoch.

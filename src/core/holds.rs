@@ -5,7 +5,7 @@
 
 use super::rwlock::{self, MODE, WRITE};
 use super::{Result, Store};
-use crate::names;
+use crate::core::names;
 
 /// `LOCK.HOLDS key owner` and `FAIRLOCK.HOLDS key owner`: `owner`'s hold count on the lock
 /// hash (0 if none). The fair lock's holders are the same hash as the reentrant lock's; a

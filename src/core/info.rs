@@ -6,8 +6,8 @@
 
 use super::rwlock::{MAX_HOLDS_PER_FIELD, MODE, WRITE};
 use super::{parse_i64, permit, Reply, Result, Store};
-use crate::access::{self, KeyUse};
-use crate::names;
+use crate::core::access::{self, KeyUse};
+use crate::core::names;
 
 /// A client parked with `BLOCK` on the lock, as the blocking registry reports it.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,28 +9,9 @@
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
 use super::{deadline, kinds, latch_check, latch_record, permit, rwlock, Latch, Reply, Result, Store};
-use crate::{access, names};
+use crate::core::{access, names};
 
-/// What an acquire attempt did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Acquired {
-    /// First hold taken.
-    New,
-    /// Another hold taken by the owner that already held the lock.
-    Reentered,
-    /// Held by someone else; the lock's PTTL.
-    Refused(i64),
-}
-
-impl Acquired {
-    /// Redisson's reply: nil when acquired, else the PTTL.
-    pub fn reply(self) -> Reply {
-        match self {
-            Acquired::New | Acquired::Reentered => Reply::Nil,
-            Acquired::Refused(ttl) => Reply::Int(ttl),
-        }
-    }
-}
+pub use super::reply::Acquired;
 
 /// `LOCK.ACQUIRE key owner lease`: take (or re-enter) the lock, or report its PTTL.
 ///

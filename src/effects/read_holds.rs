@@ -9,7 +9,7 @@ use crate::core::hold_expiries::{HoldExpiries, HoldState};
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, Result};
 use crate::ffi::{Arg, KeyKind, StrRef};
-use crate::{hold_index, names};
+use crate::{core::names, hold_index};
 
 impl RedisStore<'_> {
     /// [`Self::effect`] for a write to `key` (named `name`), whose read-hold index entry (if

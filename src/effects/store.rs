@@ -4,7 +4,7 @@
 
 use super::keys::Name;
 use super::{pxat, RedisStore, CLUSTER_FLAG, GENERIC, HASH, STRING};
-use crate::access::Need;
+use crate::core::access::Need;
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, KeyKind};
@@ -303,7 +303,7 @@ impl Store for RedisStore<'_> {
         let args = [Arg::S(c), Arg::S(m)];
         // `lockmod.pubsub sharded`: as SPUBLISH, which Redis itself propagates to replicas only
         // outside a cluster (in one, the cluster bus carries it to the shard's replicas).
-        if crate::config::sharded() && self.ctx.publish_shard(c, m) {
+        if crate::core::config::sharded() && self.ctx.publish_shard(c, m) {
             if !cluster {
                 self.ctx.replicate_reusing(self.args, c"SPUBLISH", &args);
             }

@@ -1,11 +1,11 @@
-//! Registers the module configs (`lockmod.*`, Redis 7.0+) whose values live in `crate::config`.
+//! Registers the module configs (`lockmod.*`, Redis 7.0+) whose values live in `crate::core::config`.
 
 use std::os::raw::{c_char, c_int, c_void};
 
 use redis_module::raw;
 
 use super::OK;
-use crate::config;
+use crate::core::config;
 
 extern "C" fn get_pubsub(_name: *const c_char, _privdata: *mut c_void) -> c_int {
     config::pubsub()

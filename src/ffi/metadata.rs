@@ -13,7 +13,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::OK;
-use crate::metadata::{Arg, ArgKind, Command, KeyAccess, SINCE};
+use crate::server::metadata::{Arg, ArgKind, Command, KeyAccess, SINCE};
 
 static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
     version: 1,

@@ -130,7 +130,7 @@ fn on_special(fctx: *mut raw::RedisModuleCommandFilterCtx, name: &[u8]) {
             if crate::watch::active() {
                 super::watch_filter::on_exec();
             }
-            if crate::config::redisson_native() {
+            if crate::core::config::redisson_native() {
                 // SAFETY: as above.
                 crate::redisson::cache::on_exec(|| unsafe { super::acl::filter_client(fctx) });
             }
@@ -145,7 +145,7 @@ fn on_special(fctx: *mut raw::RedisModuleCommandFilterCtx, name: &[u8]) {
             // SAFETY: `fctx` is live.
             unsafe { super::filter::on_script(fctx, argc) };
         }
-        4 | 7 if crate::config::redisson_native() && (is(b"eval") || is(b"evalsha") || is(b"eval_ro")) => {
+        4 | 7 if crate::core::config::redisson_native() && (is(b"eval") || is(b"evalsha") || is(b"eval_ro")) => {
             use super::filter::Form;
             let form = if name.len() == 4 {
                 Form::Eval

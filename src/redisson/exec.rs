@@ -14,7 +14,7 @@ use crate::core::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
 use crate::core::{parse_i64, Reply, Result, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, Handler};
-use crate::{names, stats};
+use crate::{core::names, stats};
 
 /// What a rewritten call comes to.
 pub enum Outcome {

@@ -10,7 +10,7 @@ use redis_module::raw;
 
 use super::permission::acl_allows;
 use super::{free_string, hold, new_string, word, Fctx, Strings, DETACHED, OWN_CALL, READY, STRINGS, USED};
-use crate::config;
+use crate::core::config;
 use crate::core::parse_i64;
 use crate::ffi::{log, str_bytes, RawCtx, RawStr};
 use crate::redisson::rewrite::{self, Env, A};

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use redis_module::raw;
 
 use super::{free_string, hold, new_string, Strings, OWN_CALL, STRINGS, USED};
-use crate::config;
+use crate::core::config;
 use crate::ffi::{Args, Ctx, Handler, RawCtx, RawStr, OK};
 use crate::redisson::exec::{self, Outcome};
 use crate::redisson::rewrite::{self, Env};

@@ -30,7 +30,7 @@ pub struct Arg {
 
 /// What a command does with its key, as key-spec flags (`REDISMODULE_CMD_KEY_*`). Redis' ACL
 /// asks read permission for ACCESS and write permission for INSERT, UPDATE or DELETE, so these
-/// are what a user needs on the lock key; the derived keys are listed in `crate::access`.
+/// are what a user needs on the lock key; the derived keys are listed in `crate::core::access`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyAccess {
     /// `RO ACCESS`: reads what it replies (`LOCK.INFO`).
@@ -64,7 +64,7 @@ pub struct Command {
 }
 
 /// `COMMAND DOCS` "since": every command so far came with the first release.
-pub const SINCE: &str = crate::version::FIRST_RELEASE;
+pub const SINCE: &str = crate::server::version::FIRST_RELEASE;
 
 const fn arg(name: &'static str, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, subargs: &[] }

@@ -25,7 +25,7 @@
 //! The `RENEW`s of the reentrant and fair locks and the `HOLDS` commands touch only the lock
 //! key.
 
-use crate::names;
+use crate::core::names;
 
 /// What a command does with a key, in ACL terms: Redis asks read permission to use a value
 /// (key-spec flag ACCESS) and write permission to change it (INSERT, UPDATE or DELETE).
