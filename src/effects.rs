@@ -12,8 +12,8 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
+use crate::acl::{Access, Who};
 use crate::blocking::ServedBy;
-use crate::caller::{Access, Who};
 use crate::core::{LockError, Result};
 use crate::ffi::shared::{shared, shared_int};
 use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};

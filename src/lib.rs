@@ -3,9 +3,8 @@
 //! This file only registers things with Redis. The lock algorithms live in `core`, the
 //! command parsing in `commands`, the keyspace writes in `effects`, the C API in `ffi`.
 
-pub mod all_users;
+pub mod acl;
 pub mod blocking;
-pub mod caller;
 pub mod commands;
 pub mod core;
 pub mod effects;

@@ -16,7 +16,7 @@
 use std::cell::RefCell;
 
 use super::{serve, with, LockId, Request, TimerData};
-use crate::caller::Who;
+use crate::acl::Who;
 use crate::core::{fair, Reply, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use crate::caller::Who;
+use crate::acl::Who;
 use crate::ffi::blocked::BlockedClient;
 use crate::ffi::Ctx;
 

@@ -3,7 +3,7 @@
 //! have it, and the timers that make sure that happens (the lease's expiry, the 0 ms timer of
 //! [`queue`]).
 
-use crate::caller::{Access, Who};
+use crate::acl::{Access, Who};
 use crate::core::{LockError, Reply, Result};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, KeyKind};

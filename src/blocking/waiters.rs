@@ -131,7 +131,7 @@ mod tests {
 
     fn waiter(n: u64) -> Waiter {
         let req = Request::Lock { owner: format!("o{n}").into_bytes(), lease: 1, token: false };
-        Waiter { client: n, bc: BlockedClient::fake(1000 + n as usize), req, who: crate::caller::Who::Root, since: 0 }
+        Waiter { client: n, bc: BlockedClient::fake(1000 + n as usize), req, who: crate::acl::Who::Root, since: 0 }
     }
 
     fn clients(q: &Waiters) -> Vec<u64> {

@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::raw;
 
 use super::{Ctx, RawCtx};
-use crate::all_users;
+use crate::acl::all_users;
 
 /// True while every user is known to be unrestricted. While that is unknown: false (the
 /// script runs as Lua) and the timer armed, once, with `detached` (a context of this module

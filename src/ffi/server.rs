@@ -122,11 +122,11 @@ fn on_special(fctx: *mut raw::RedisModuleCommandFilterCtx, name: &[u8]) {
     match name.len() {
         3 if is(b"acl") => {
             // SAFETY: called, if at all, within this filter call.
-            crate::caller::on_command(name, arg1(), || unsafe { super::acl::filter_client(fctx) });
+            crate::acl::on_command(name, arg1(), || unsafe { super::acl::filter_client(fctx) });
         }
         4 if is(b"exec") => {
             // SAFETY: as above.
-            crate::caller::on_command(name, None, || unsafe { super::acl::filter_client(fctx) });
+            crate::acl::on_command(name, None, || unsafe { super::acl::filter_client(fctx) });
             if crate::watch::active() {
                 super::watch_filter::on_exec();
             }

@@ -54,12 +54,12 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     install_panic_hook();
     // Verdicts on users from before an unload may be stale.
-    crate::caller::forget_all();
+    crate::acl::forget_all();
     let tracked = ffi::acl::acl_and_exec_named(&ffi::Ctx(ctx.ctx));
     if !tracked {
         ctx.log_notice("lockmod: ACL or EXEC is renamed: each command's caller is looked up and checked");
     }
-    crate::caller::set_tracked(tracked);
+    crate::acl::set_tracked(tracked);
     // Commands that change nothing must not abort WATCH or invalidate cached keys.
     ffi::modified::opt_out(ctx);
     if !ffi::server::register(ctx) {

@@ -25,11 +25,8 @@ use crate::core::{Denied, LockError, Result};
 use crate::ffi::acl::{self, User};
 use crate::ffi::{Ctx, RStr};
 
-mod known;
-
-pub(crate) use known::MAX_REMEMBERED;
-use known::{all_open, remember, ALL_OPEN, OPEN};
-pub use known::{forget_all, on_command, set_tracked, tracked};
+use super::known::{all_open, known_open, remember, ALL_OPEN, OPEN};
+use super::rules::grants_everything;
 
 /// The identity a parked client keeps for its grant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,7 +185,7 @@ fn key_flags(how: KeyUse) -> u32 {
 }
 /// Looks the user up: open if it grants everything (remembered), checked otherwise.
 fn judge(ctx: &Ctx, name: Name) -> State {
-    if known::known_open(name.bytes()) {
+    if known_open(name.bytes()) {
         return State::Open(Some(name));
     }
     let kept;
@@ -201,7 +198,7 @@ fn judge(ctx: &Ctx, name: Name) -> State {
     };
     let Some(user) = User::find(ctx, s) else { return State::Gone(name.bytes().to_vec()) };
     // Without the description (Redis before 7.0.8) every name is checked: correct, slower.
-    if user.description().is_some_and(|d| crate::core::access::grants_everything(d.bytes())) {
+    if user.description().is_some_and(|d| grants_everything(d.bytes())) {
         remember(ctx, name.bytes());
         return State::Open(Some(name));
     }
