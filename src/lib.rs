@@ -9,8 +9,6 @@ pub mod commands;
 pub mod core;
 pub mod effects;
 pub mod ffi;
-pub mod hold_index;
 pub mod redisson;
 pub mod server;
-pub mod stats;
 pub mod watch;

@@ -13,7 +13,9 @@
 pub mod all_users;
 pub mod caller;
 pub mod known;
+pub mod probe;
 pub mod rules;
+pub mod script;
 pub mod tracked;
 
 pub use caller::{Access, Who};

@@ -15,7 +15,11 @@
 
 use std::cell::RefCell;
 
-use super::{serve, with, LockId, Request, TimerData};
+use super::registry::with;
+use super::request::Request;
+use super::serve::serve;
+use super::waiter::LockId;
+use super::waiter::TimerData;
 use crate::acl::Who;
 use crate::core::{fair, Reply, Store};
 use crate::effects::RedisStore;
@@ -38,7 +42,7 @@ thread_local! {
 
 /// The parked fair waiters of a lock, in arrival order: (owner, wait).
 fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
-    let fair_only = |w: &super::Waiter| match &w.req {
+    let fair_only = |w: &super::waiter::Waiter| match &w.req {
         Request::Fair { owner, wait, .. } => Some((owner.clone(), *wait)),
         _ => None,
     };
@@ -49,7 +53,7 @@ fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
 /// lock and its queue: the module keeps their places on their behalf, never beyond their
 /// permission. Their places are left to expire (nothing is written for them).
 fn drop_denied(ctx: &Ctx, id: &LockId) {
-    let fair = |w: &super::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
+    let fair = |w: &super::waiter::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
     let users: Vec<(u64, Who)> =
         with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair).collect())).flatten().unwrap_or_default();
     for (client, who) in users {
@@ -113,7 +117,7 @@ pub fn parked(ctx: &Ctx, id: &LockId, owner: &[u8]) {
 pub fn tick(ctx: &Ctx) {
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
-        let has_fair = |q: &super::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        let has_fair = |q: &super::waiters::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
         r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
     })
     .unwrap_or_default();

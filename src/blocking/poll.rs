@@ -25,9 +25,12 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use super::registry::Map;
+use super::waiter::Map;
 
-use super::{serve, with, LockId, TimerData, TimerId};
+use super::registry::with;
+use super::serve::serve;
+use super::waiter::LockId;
+use super::waiter::{TimerData, TimerId};
 use crate::ffi::{Ctx, KeyKind};
 
 /// How often parked locks are looked at: "within milliseconds" for a fifth of a 1 ms tick's

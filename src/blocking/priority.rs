@@ -10,7 +10,10 @@
 //!   name whose fair queue has a live waiter (`crate::core::kinds`); a client parked so is
 //!   woken when that waiter's deadline passes, if nothing else changes first.
 
-use super::{serve, with, LockId, Request};
+use super::registry::with;
+use super::request::Request;
+use super::serve::serve;
+use super::waiter::LockId;
 use crate::core::kinds;
 use crate::core::rwlock::Writers;
 use crate::effects::RedisStore;
@@ -40,7 +43,7 @@ fn writer_parked(id: &LockId) -> bool {
 /// Nobody is parked anywhere: the common case, answered by one flag, without building a lock
 /// id or borrowing the registry.
 fn nobody_parked() -> bool {
-    !super::any_parked()
+    !crate::effects::served::any_parked()
 }
 
 /// Whether `req`, a new acquire on `key`, must let a parked writer go first. A lock that came

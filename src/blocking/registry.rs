@@ -4,30 +4,12 @@
 
 use std::cell::RefCell;
 
-use crate::acl::Who;
-use crate::ffi::blocked::BlockedClient;
 use crate::ffi::Ctx;
 
+use super::request::Request;
+use super::waiter::TimerId;
+use super::waiter::{LockId, Map, Waiter};
 use super::waiters::Waiters;
-use super::{Request, TimerId};
-
-/// The registry's hash maps. Every hand-off looks locks up by name several times (waiters,
-/// parked names, expiry timers, the poll's signatures): foldhash, seeded per process, costs a
-/// fraction of the standard SipHash on these short keys.
-pub(super) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// A lock: its database and key.
-pub(super) type LockId = (i32, Vec<u8>);
-
-pub(super) struct Waiter {
-    pub(super) client: u64,
-    pub(super) bc: BlockedClient,
-    pub(super) req: Request,
-    /// The user it ran as: its grant is checked against that user's ACL.
-    pub(super) who: Who,
-    /// When it parked (ms), for `LOCK.INFO`.
-    pub(super) since: i64,
-}
 
 #[derive(Default)]
 pub(super) struct Registry {

@@ -5,14 +5,18 @@
 
 use crate::acl::{Access, Who};
 use crate::core::{LockError, Reply, Result};
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, KeyKind};
-use crate::stats;
 
 use super::changes::{unwatch_lock, watch_lock};
-use super::registry::{with, LockId, Waiter};
+use super::registry::with;
 use super::request::{attempt_for_waiter, Attempt, Request};
-use super::{callbacks, fair_waiters, paused, poll, priority, ServedBy, TimerData, Writers};
+use super::waiter::TimerData;
+use super::waiter::{LockId, Waiter};
+use super::{callbacks, fair_waiters, paused, poll, priority};
+use crate::core::rwlock::Writers;
+use crate::effects::ServedBy;
 
 /// Parks the client until `req` is granted on `key`, for up to `block_ms` (0 = no limit).
 /// Returns `refused` unchanged where the client cannot block (MULTI, scripts).

@@ -14,8 +14,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
-use super::registry::Map;
-use super::{LockId, Waiter};
+use super::waiter::Map;
+use super::waiter::{LockId, Waiter};
 
 /// The parked clients of one lock, first parked first.
 #[derive(Default)]

@@ -106,6 +106,15 @@ impl User {
         unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.ptr, key.ptr, flags as c_int) == OK }
     }
 
+    /// True if the user may run the command `argv` (its name first); false on a server
+    /// without the API.
+    pub fn may_run(&self, argv: &[StrRef]) -> bool {
+        let Some(check) = super::filter::opt!(RedisModule_ACLCheckCommandPermissions) else { return false };
+        let mut v: Vec<super::RawStr> = argv.iter().map(|s| s.ptr).collect();
+        // SAFETY: live user handle and argument strings; Redis only reads them.
+        unsafe { check(self.ptr, v.as_mut_ptr(), v.len() as c_int) == OK }
+    }
+
     /// True if the user may `PUBLISH` on `channel`.
     pub fn may_publish(&self, channel: StrRef) -> bool {
         let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
@@ -126,6 +135,38 @@ impl User {
         // the object's bytes.
         unsafe { api!(RedisModule_ACLAddLogEntry)(ctx.0, self.ptr, object.ptr, reason) };
     }
+}
+
+/// The ACL user of client `id`, looked up outside any command (the command filter, with
+/// `super::filter::detached`): `Ok(None)` for a client without a user (ACL does not apply to
+/// it), `Err(())` when it cannot be told (a module's fake client, a client not found, a
+/// server without the APIs).
+#[allow(clippy::result_unit_err)]
+pub fn user_of_client(id: u64) -> Result<Option<User>, ()> {
+    use super::filter::opt;
+    let (Some(user_name), Some(user_of), Some(_), Some(_)) = (
+        opt!(RedisModule_GetClientUserNameById),
+        opt!(RedisModule_GetModuleUserFromUserName),
+        opt!(RedisModule_ACLCheckCommandPermissions),
+        opt!(RedisModule_FreeModuleUser),
+    ) else {
+        return Err(());
+    };
+    let Some(detached) = super::filter::detached() else { return Err(()) };
+    // SAFETY: a live context without automatic memory, so the name is ours to free.
+    let name = unsafe { user_name(detached.0, id) };
+    if name.is_null() {
+        // ENOTSUP: a client without a user; anything else: leave it alone.
+        return if errno() == libc::ENOTSUP { Ok(None) } else { Err(()) };
+    }
+    // SAFETY: `name` is a live string; the handle is freed when the `User` drops.
+    let ptr = unsafe { user_of(name) };
+    // SAFETY: the name was made for us above; a NULL context is allowed.
+    unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), name) };
+    if ptr.is_null() {
+        return Err(());
+    }
+    Ok(Some(User { ctx: detached.0, ptr }))
 }
 
 /// The names of every user (`ACL USERS`), or `None` if Redis would not say.

@@ -40,7 +40,6 @@ macro_rules! api {
 // Declared after `api!` so the macro is in scope there.
 mod api;
 mod args;
-mod command;
 mod context;
 mod keys;
 mod keys_collections;
@@ -49,11 +48,14 @@ mod replicate;
 mod reply;
 
 pub mod acl;
+pub mod alloc;
 pub mod blocked;
+pub mod call;
+pub mod command;
 pub mod config;
 pub mod events;
 pub mod filter;
-mod filter_probe;
+pub mod info;
 pub mod latency;
 pub mod lookup;
 pub mod memory;
@@ -61,11 +63,8 @@ pub mod metadata;
 pub mod modified;
 pub mod pause;
 pub mod script_cache;
-pub mod server;
 pub mod shared;
 pub mod timers;
-pub mod wake_ups;
-mod watch_filter;
 
 pub(crate) use api::api_missing;
 pub use api::{missing_apis, NEEDED_APIS};

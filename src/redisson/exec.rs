@@ -10,11 +10,12 @@
 
 use super::rewrite::{Native, MAX_MS};
 use super::table::{FairVersion, Kind};
+use crate::core::names;
 use crate::core::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
 use crate::core::{parse_i64, Reply, Result, Store};
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, Handler};
-use crate::{core::names, stats};
 
 /// What a rewritten call comes to.
 pub enum Outcome {

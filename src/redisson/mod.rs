@@ -15,9 +15,14 @@
 
 pub mod acl;
 pub mod cache;
+pub mod cache_probe;
+pub mod dispatch;
 pub mod exec;
+pub mod filter;
+pub mod learn;
 pub mod reverse;
 pub mod rewrite;
 pub mod stats;
+pub mod strings;
 pub mod table;
 pub mod unknown;

@@ -62,28 +62,30 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::acl::set_tracked(tracked);
     // Commands that change nothing must not abort WATCH or invalidate cached keys.
     ffi::modified::opt_out(ctx);
-    if !ffi::server::register(ctx) {
+    if !ffi::info::register(ctx, super::info::info_fields) || !ffi::filter::register(ctx, &super::hooks::FILTER) {
         ctx.log_warning("lockmod: could not register the INFO section or the command filter");
         return Status::Err;
     }
-    if !ffi::config::register(ctx) {
+    if !ffi::config::register(ctx, crate::redisson::strings::on_scripts_set) {
         ctx.log_warning("lockmod: could not register or load the module configs");
         return Status::Err;
     }
-    if !ffi::filter::register(ctx) {
+    if !crate::redisson::strings::register(ctx) {
         ctx.log_warning("lockmod: could not prepare the Redisson script rewrite");
         return Status::Err;
     }
     // Which of Redisson's scripts the server has cached (a `MODULE LOAD` after them).
-    ffi::script_cache::init(&ffi::Ctx(ctx.ctx));
+    crate::redisson::cache_probe::init(&ffi::Ctx(ctx.ctx));
     // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
-    crate::hold_index::reload();
-    crate::watch::reset();
-    crate::stats::forget_all();
+    crate::watch::hold_index::reload();
+    crate::watch::names::reset();
+    crate::effects::stats::forget_all();
     crate::blocking::poll::reload();
-    // The wake-up path's entry points, for the event, filter and INFO callbacks below.
+    // The wake-up path hears of the module's own writes through `effects::served`.
     crate::blocking::register();
-    if !ffi::events::subscribe(ctx) {
+    // The calls the filter rewrote run through `redisson` when their command is dispatched.
+    ffi::command::on_rewritten(crate::redisson::dispatch::run_rewritten);
+    if !ffi::events::subscribe(ctx, &super::hooks::EVENTS) {
         ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
         return Status::Err;
     }
@@ -96,7 +98,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
     // only where the command exists.
     for meta in super::metadata::COMMANDS {
-        if !ffi::metadata::apply(ctx, meta) {
+        if !ffi::metadata::apply(ctx, meta, super::metadata::SINCE) {
             ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
             return Status::Err;
         }
@@ -116,7 +118,7 @@ fn install_panic_hook() {
 redis_module! {
     name: "lockmod",
     version: super::version::MODULE_VERSION,
-    allocator: (crate::ffi::server::CountingAlloc, crate::ffi::server::CountingAlloc),
+    allocator: (crate::ffi::alloc::CountingAlloc, crate::ffi::alloc::CountingAlloc),
     data_types: [],
     init: init,
     commands: [],

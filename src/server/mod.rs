@@ -9,6 +9,9 @@
 
 pub mod config;
 #[cfg(not(test))]
+mod hooks;
+pub mod info;
+#[cfg(not(test))]
 mod load;
 pub mod metadata;
 pub mod version;
