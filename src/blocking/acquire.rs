@@ -1,9 +1,11 @@
 //! An acquire command's way through the wake-up path: one try, then parking when `BLOCK` is
 //! given.
 
-use super::priority;
+use super::park::park;
+use super::priority::{nobody_parked, writer_parked};
 use super::request::{attempt_as, Attempt, Request};
-use super::serve::{park, serve_now};
+use super::serve::{serve, serve_now};
+use crate::core::rwlock::Writers;
 use crate::core::{Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
@@ -20,7 +22,7 @@ pub fn acquire(
     req: Request<&[u8]>,
     block: Option<i64>,
 ) -> Result<Reply> {
-    let writers = priority::writers_ahead(ctx, key, &req);
+    let writers = writers_ahead(ctx, key, &req);
     let mut store = RedisStore::new(ctx, args);
     let outcome = attempt_as(&mut store, key, owner, &req, writers).map_err(|e| e.in_command(req.command()));
     drop(store);
@@ -35,5 +37,24 @@ pub fn acquire(
                 None => Ok(reply),
             }
         }
+    }
+}
+
+/// Whether `req`, a new acquire on `key`, must let a parked writer go first. A lock that came
+/// free a moment ago (a lease just ran out, a foreign release not yet served) is served first,
+/// so its parked writer takes it before the new reader looks.
+pub fn writers_ahead<O>(ctx: &Ctx, key: &[u8], req: &Request<O>) -> Writers {
+    if !matches!(req, Request::Read { .. }) || nobody_parked() {
+        return Writers::None;
+    }
+    let id = (ctx.selected_db(), key.to_vec());
+    if !writer_parked(&id) {
+        return Writers::None;
+    }
+    serve(ctx, &id);
+    if writer_parked(&id) {
+        Writers::Waiting
+    } else {
+        Writers::None
     }
 }

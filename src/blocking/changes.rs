@@ -4,29 +4,12 @@
 //! commands end with `serve_now`; a grant is made by `serve` itself), else from a 0 ms timer.
 //! Changes by others that nothing reports are found by `super::poll`.
 
-use super::fair_waiters;
-use super::registry::{with, Registry};
+use super::fair_queue;
+use super::registry::with;
 use super::serve::queue;
 use super::waiter::LockId;
-use crate::effects::served::{any_parked, set_any_parked, ServedBy};
+use crate::effects::served::{any_parked, ServedBy};
 use crate::ffi::Ctx;
-
-/// Remembers which databases a lock key has parked clients in, so a change reported by name
-/// (the module's own writes, the command filter) finds them.
-pub(super) fn watch_lock(r: &mut Registry, id: &LockId) {
-    r.by_name.entry(id.1.clone()).or_default().push(id.0);
-    set_any_parked(true);
-}
-
-pub(super) fn unwatch_lock(r: &mut Registry, id: &LockId) {
-    if let Some(dbs) = r.by_name.get_mut(&id.1) {
-        dbs.retain(|&d| d != id.0);
-        if dbs.is_empty() {
-            r.by_name.remove(&id.1);
-        }
-    }
-    set_any_parked(!r.by_name.is_empty());
-}
 
 /// `name` changed (in `db`, or in a database the caller does not know): if it is a lock with
 /// parked clients, or the fair queue of one, queue that lock to be served by `by`. Called for
@@ -36,7 +19,7 @@ pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8], by: ServedBy) {
     if !any_parked() {
         return;
     }
-    let queue_of = fair_waiters::locks_of_queue(name);
+    let queue_of = fair_queue::locks_of_queue(name);
     let due: Vec<LockId> = with(|r| {
         let mut due = Vec::new();
         for lock in std::iter::once(name).chain(queue_of.iter().flatten().map(Vec::as_slice)) {

@@ -21,7 +21,7 @@ use super::serve::serve;
 use super::waiter::LockId;
 use super::waiter::TimerData;
 use crate::acl::Who;
-use crate::core::{fair, Reply, Store};
+use crate::core::{fair, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -29,8 +29,6 @@ use crate::ffi::{Args, Ctx};
 pub const TICK_MS: i64 = 100;
 /// A parked waiter's deadline is kept at least this far from now.
 pub const AHEAD_MS: i64 = 3 * TICK_MS;
-
-const QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
 
 /// A waiter that gave up: (owner, wait, the user it ran as), by lock.
 type Cancel = (Vec<u8>, i64, Who);
@@ -231,26 +229,9 @@ fn by_lock<T>(cancels: Vec<(LockId, T)>) -> Vec<(LockId, Vec<T>)> {
     order
 }
 
-/// The owner first in line in the fair lock's queue, as the keyspace has it now.
-pub fn first_in_line(ctx: &Ctx, id: &LockId) -> Option<Vec<u8>> {
-    let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    store.list_index(&crate::core::names::fair_queue(&id.1), 0).ok().flatten()
-}
-
-/// The fair locks whose queue `key` may be: `redisson_lock_queue:{name}` belongs to `name`
-/// and, as Redisson writes it for a name that has braces already, to `{name}`.
-pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
-    let Some(rest) = key.strip_prefix(QUEUE_PREFIX) else { return [None, None] };
-    let tagged = rest.contains(&b'{').then(|| rest.to_vec());
-    let inner =
-        rest.strip_prefix(b"{").and_then(|r| r.strip_suffix(b"}")).filter(|n| !n.contains(&b'{')).map(<[u8]>::to_vec);
-    [tagged, inner]
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{by_lock, locks_of_queue};
+    use super::by_lock;
 
     #[test]
     fn cancels_are_grouped_by_lock_in_order() {
@@ -260,19 +241,5 @@ mod tests {
         let names: Vec<(Vec<u8>, Vec<i64>)> =
             grouped.into_iter().map(|(l, b)| (l.1, b.into_iter().map(|(_, w)| w).collect())).collect();
         assert_eq!(names, [(b"a".to_vec(), vec![1, 3]), (b"b".to_vec(), vec![2, 5]), (b"c".to_vec(), vec![4])]);
-    }
-
-    #[test]
-    fn a_queue_key_names_its_locks() {
-        let of = |k: &str| {
-            locks_of_queue(k.as_bytes())
-                .into_iter()
-                .flatten()
-                .map(|v| String::from_utf8(v).unwrap_or_default())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(of("redisson_lock_queue:{doc}"), ["{doc}", "doc"]);
-        assert_eq!(of("redisson_lock_queue:a{b}c"), ["a{b}c"]);
-        assert_eq!(of("redisson_lock_timeout:{doc}"), Vec::<String>::new());
     }
 }

@@ -35,7 +35,9 @@
 mod acquire;
 mod callbacks;
 mod changes;
+mod fair_queue;
 mod fair_waiters;
+mod park;
 mod paused;
 pub mod poll;
 mod priority;
@@ -51,6 +53,7 @@ pub use crate::effects::served::{any_parked, ServedBy};
 pub use acquire::acquire;
 pub use callbacks::{on_demoted, on_flush, register, DEMOTED};
 pub use changes::{changed, name_changed, on_key_gone, recheck_all};
+pub use park::park;
 pub use registry::{parked_now, parked_on};
 pub use request::{attempt, Attempt, Request};
-pub use serve::{park, serve_now};
+pub use serve::serve_now;

@@ -28,7 +28,6 @@ use std::collections::VecDeque;
 use super::waiter::Map;
 
 use super::registry::with;
-use super::serve::serve;
 use super::waiter::LockId;
 use super::waiter::{TimerData, TimerId};
 use crate::ffi::{Ctx, KeyKind};
@@ -125,8 +124,9 @@ pub fn fired() {
 }
 
 /// The tick, once writes are allowed: looks at the next [`BATCH`] parked locks, serves those
-/// whose signature changed, and re-arms.
-pub fn tick(ctx: &Ctx) {
+/// whose signature changed (with `serve`, the caller's: the hand-off lies above this file), and
+/// re-arms.
+pub fn tick(ctx: &Ctx, serve: fn(&Ctx, &LockId)) {
     // Each lock at most once per tick, however few there are.
     let limit = with_poll(|p| p.sigs.len()).unwrap_or(0).min(BATCH);
     let mut looked = 0;

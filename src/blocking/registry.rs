@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 
+use crate::effects::served::set_any_parked;
 use crate::ffi::Ctx;
 
 use super::request::Request;
@@ -57,4 +58,21 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
     with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
         .flatten()
         .unwrap_or_default()
+}
+
+/// Remembers which databases a lock key has parked clients in, so a change reported by name
+/// (the module's own writes, the command filter) finds them.
+pub(super) fn watch_lock(r: &mut Registry, id: &LockId) {
+    r.by_name.entry(id.1.clone()).or_default().push(id.0);
+    set_any_parked(true);
+}
+
+pub(super) fn unwatch_lock(r: &mut Registry, id: &LockId) {
+    if let Some(dbs) = r.by_name.get_mut(&id.1) {
+        dbs.retain(|&d| d != id.0);
+        if dbs.is_empty() {
+            r.by_name.remove(&id.1);
+        }
+    }
+    set_any_parked(!r.by_name.is_empty());
 }

@@ -65,7 +65,7 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::Pending | TimerData::Expiry { .. } => serve_pending(ctx),
         TimerData::FairTick => fair_waiters::tick(ctx),
         TimerData::FairCancels => fair_waiters::run_cancels(ctx),
-        TimerData::Poll => poll::tick(ctx),
+        TimerData::Poll => poll::tick(ctx, serve),
         // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
         // and serving its lock would purge it.
         TimerData::Resume => {

@@ -6,7 +6,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::filter::{opt, Owned};
+use super::filter::Owned;
 use super::{Ctx, RawStr};
 
 /// A reply of [`Ctx::call_replicated`], freed on drop.

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
+use super::args::str_bytes;
 use super::log::guarded;
-use super::{str_bytes, Ctx, RawCtx, RawStr, OK};
+use super::{Ctx, RawCtx, RawStr, OK};
 
 /// The keyspace events the module subscribes to: only keys that go away without a command
 /// (`expired`, `evicted`). Everything else the module learns from its own writes, from a

@@ -22,20 +22,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
-use super::{log, str_bytes, Ctx, RawStr, StrRef};
+use super::args::str_bytes;
+use super::{log, Ctx, RawStr, StrRef, OK};
 use crate::core::config::redisson_native;
 
 type Fctx = *mut raw::RedisModuleCommandFilterCtx;
-
-/// An optional module API function (`None` on a server without it).
-macro_rules! opt {
-    ($name:ident) => {
-        // SAFETY: Redis writes these pointers once, in RedisModule_Init, before any other code
-        // of the module runs; afterwards they are only read.
-        unsafe { raw::$name }
-    };
-}
-pub(super) use opt;
 
 /// Which script call the filter sees.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -213,7 +204,7 @@ impl<'a> FilterCall<'a> {
     /// being queued); `None` on a server without the API (Redis 7.0).
     pub fn client(&self) -> Option<(u64, bool)> {
         // SAFETY: the live filter context of the running filter.
-        unsafe { super::acl::filter_client(self.fctx) }
+        unsafe { filter_client(self.fctx) }
     }
 
     /// The calling client's id; `None` on a server whose filter cannot name it (Redis 7.0).
@@ -249,6 +240,25 @@ impl<'a> FilterCall<'a> {
         }
         true
     }
+}
+
+/// The client a command filter runs for, and whether it is inside MULTI (so the command is
+/// only being queued); `None` on a server without the API (Redis 7.0).
+///
+/// # Safety
+/// `fctx` must be the live context of the command filter that is running.
+unsafe fn filter_client(fctx: Fctx) -> Option<(u64, bool)> {
+    // SAFETY: read-only access to pointers Redis wrote during RedisModule_Init.
+    let get_id = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
+    // SAFETY: `fctx` is the live filter context of the running filter.
+    let id = unsafe { get_id(fctx) };
+    // SAFETY: an all-zero client info is valid; Redis fills it for a versioned struct.
+    let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
+    info.version = u64::from(raw::REDISMODULE_CLIENTINFO_VERSION);
+    // SAFETY: `info` is a writable client-info struct of the version declared in it.
+    let found = unsafe { api!(RedisModule_GetClientInfoById)(&mut info as *mut _ as *mut std::ffi::c_void, id) } == OK;
+    // Not a connection (a module's RM_Call): the command runs now, it is not queued.
+    Some((id, found && info.flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0))
 }
 
 /// Whether this server has every API a rewrite of the call needs.

@@ -37,7 +37,16 @@ macro_rules! api {
     };
 }
 
-// Declared after `api!` so the macro is in scope there.
+/// An optional module API function (`None` on a server without it).
+macro_rules! opt {
+    ($name:ident) => {
+        // SAFETY: Redis writes these pointers once, in RedisModule_Init, before any other code
+        // of the module runs; afterwards they are only read.
+        unsafe { raw::$name }
+    };
+}
+
+// Declared after `api!` and `opt!` so the macros are in scope there.
 mod api;
 mod args;
 mod context;
@@ -69,8 +78,6 @@ pub mod timers;
 pub(crate) use api::api_missing;
 pub use api::{missing_apis, NEEDED_APIS};
 pub use args::{Args, NotAnInteger, RStr, StrRef};
-// For the other files here, which read module strings directly.
-use args::str_bytes;
 pub use command::{create_command, dispatch, CommandFn, Handler};
 pub use context::Ctx;
 pub use keys::{Key, KeyKind};
