@@ -8,7 +8,7 @@
 //! unlocks and restarts: a resource that remembers the largest token it has seen can refuse a
 //! writer whose lease ran out while it was paused.
 
-use super::reentrant::Acquired;
+use super::reply::Acquired;
 use super::{parse_i64, LockError, Reply, Result, Store};
 use crate::core::names;
 

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::rwlock::MAX_HOLDS_PER_FIELD;
+use super::store::MAX_HOLDS_PER_FIELD;
 use super::store::{TTL_MISSING, TTL_PERSISTENT};
 
 /// The state of one hold's timeout key: an absolute expiry (ms), or [`TTL_MISSING`] /

@@ -3,7 +3,8 @@
 //! effect? So it reads exactly the fields the acquire and unlock of each kind write, and
 //! nothing else: O(1), no writes.
 
-use super::rwlock::{self, MODE, WRITE};
+use super::names::{MODE, WRITE};
+use super::rwlock;
 use super::{Result, Store};
 use crate::core::names;
 

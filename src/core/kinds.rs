@@ -13,7 +13,7 @@
 //! Every check reads keys the command has open already, or costs one key lookup on the free
 //! path: a reentrant hash has one field, so `HLEN` alone (O(1)) clears it.
 
-use super::rwlock::MODE;
+use super::names::MODE;
 use super::{Result, Store};
 use crate::core::names;
 

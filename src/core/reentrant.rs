@@ -8,7 +8,7 @@
 //! Releasing the last hold deletes the hash and publishes `0` on
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
-use super::{deadline, kinds, latch_check, latch_record, permit, rwlock, Latch, Reply, Result, Store};
+use super::{deadline, kinds, latch_check, latch_record, permit, Latch, Reply, Result, Store};
 use crate::core::{access, names};
 
 pub use super::reply::Acquired;
@@ -20,7 +20,7 @@ pub use super::reply::Acquired;
 /// live waiter (reply: the time that waiter has left to take it), so no one jumps that queue.
 pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Acquired> {
     let at = deadline(s.now(), lease)?;
-    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
+    if owner == names::MODE && kinds::is_rwlock(s, key) {
         return Ok(Acquired::Refused(s.pttl(key)));
     }
     let holds = s.hash_get_int(key, owner)?;
@@ -42,7 +42,7 @@ pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Res
 /// The hold count of `owner` in `key` as a reentrant (or fair) lock: None if it holds nothing
 /// there, or if `key` is a read-write lock (whose read counts are not reentrant holds).
 pub fn holds<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<Option<i64>> {
-    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
+    if owner == names::MODE && kinds::is_rwlock(s, key) {
         return Ok(None);
     }
     match s.hash_get_int(key, owner)? {

@@ -12,7 +12,7 @@
 //! lock's own TTL follows the longest of them. A read unlock publishes `0` on
 //! `redisson_rwlock:{name}` (every waiting reader may retry), a write unlock `1`.
 
-use super::reentrant::Acquired;
+use super::reply::Acquired;
 use super::{deadline, latch_check, latch_record, permit, LockError, Reply, Result, Store};
 use crate::core::access::{self, KeyUse};
 use crate::core::names;
