@@ -27,10 +27,15 @@
 //! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 //!
-//! Files: `request` (what a client asks, one try at it), `serve` (parking, granting, the
-//! expiry and pending timers), `registry` (who is parked where), `callbacks` (timeouts,
-//! disconnects, flushes, demotion), `changes` and `poll` (noticing changes), `timers` (what a
-//! timer does when it fires), `fair_waiters`, `priority`, `paused`, `waiters`.
+//! Files, from the top: `acquire` (an acquire command's way through), `park` (parking a
+//! client), `callbacks` (timeouts, disconnects, flushes, demotion), `changes` (noticing
+//! changes reported by name), `timers` (what a timer does when it fires), `fair_waiters`
+//! (keeping parked fair waiters' places), `serve` (granting, the expiry and pending timers),
+//! `poll` (noticing changes nothing reports), `priority`, `fair_queue`, `paused`, `request`
+//! (what a client asks, one try at it), `registry` (who is parked where), `waiters`, `waiter`
+//! (the types). No file imports one above it.
+//!
+//! May import: effects, acl, ffi, core. Imported by redisson, commands, server.
 
 mod acquire;
 mod callbacks;

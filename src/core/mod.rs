@@ -4,6 +4,12 @@
 //! write to the keyspace and propagates it; the unit tests use `memory::MemoryStore` with a
 //! fake clock. Each lock operation reads and type-checks every key it will touch *before* its
 //! first write, so an error (`WRONGTYPE`, a corrupt hold count) leaves the keyspace unchanged.
+//!
+//! Also here, being pure and needed below every layer that uses them: Redisson's names
+//! (`names`), the derived keys and channels each command touches (`access`, which the
+//! algorithms declare before they write), and the config values (`config`).
+//!
+//! May import: nothing of the crate (the bottom floor). Imported by every other module.
 
 pub mod access;
 pub mod config;

@@ -7,6 +7,12 @@
 //! deterministic command to the replication stream and the AOF. Expiries are always
 //! propagated as absolute times (`PEXPIREAT`, `SET ... PXAT`), computed from one clock reading
 //! per command, so a replica or an AOF replay never recomputes time.
+//!
+//! Also here, because every write passes: the counters of `INFO lockmod` and the leases granted
+//! and still held (`stats`), and how a write reaches clients parked on its key (`served`: the
+//! wake-up path above hands its reaction in at load).
+//!
+//! May import: watch, acl, ffi, core. Imported by blocking, redisson, commands, server.
 
 use std::ffi::CStr;
 

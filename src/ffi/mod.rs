@@ -10,6 +10,12 @@
 //! Every API function used here exists in Redis 7.0; [`missing_apis`] checks that at load time,
 //! so the `api!` fallback (a panic, caught by [`dispatch`] and turned into an error reply) is
 //! never reached on a supported server.
+//!
+//! The ground floor: it imports no module of the crate but `core` (its plain types: `Reply`,
+//! `LockError`, the config values). Where Redis calls the module back (the command filter,
+//! timers, key-space and server events, blocked clients, `INFO`, config sets, a rewritten
+//! call's dispatch), the layer that owns the reaction hands its function in at load, through
+//! a hook struct, a function pointer or a trait; nothing here names a higher module.
 
 // `api!` reads a static inside its own `unsafe`, which nests in callers' unsafe blocks.
 #![allow(unused_unsafe)]

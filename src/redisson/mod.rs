@@ -11,7 +11,15 @@
 //! before anything was written ([`reverse`] rebuilds its KEYS and ARGV). [`stats`] counts
 //! what happened, for `INFO lockmod`, [`unknown`] spots scripts that look like Redisson's but
 //! are not in the table, [`acl`] lists the commands a script runs, for the ACL check, and
-//! [`cache`] tracks which of the scripts the server's script cache holds (`NOSCRIPT`).
+//! [`cache`] tracks which of the scripts the server's script cache holds (`NOSCRIPT`,
+//! asked by [`cache_probe`]).
+//!
+//! The filter's part: [`filter`] rewrites a call, [`strings`] holds what it needs (made at
+//! load), [`dispatch`] runs a rewritten call when its command is dispatched, [`learn`] notes
+//! what may change the script cache. The filter itself is `ffi::filter`; the ACL check of a
+//! rewritten call is `acl::script`.
+//!
+//! May import: blocking, effects, acl, ffi, core. Imported by server.
 
 pub mod acl;
 pub mod cache;
