@@ -86,9 +86,11 @@ test-python: build ## Python client tests (pytest, pinned deps in .venv) on SERV
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib
 
-lint: deps ## cargo fmt --check and clippy -D warnings
+lint: deps ## cargo fmt --check, clippy -D warnings, and the layering check (scripts/check-layers.py)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/check-layers.py --self-test
+	python3 scripts/check-layers.py
 
 fmt: ## Format the code
 	$(CARGO) fmt --all
