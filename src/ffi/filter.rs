@@ -226,16 +226,19 @@ impl<'a> FilterCall<'a> {
         };
         let argc = self.argc() as c_int;
         let mut new = new.into_iter();
-        // SAFETY (below): `fctx` is live; each inserted string is a reference we own, which
-        // Redis takes over; positions are within the argument vector as it is at each step.
         if let Some(first) = new.next() {
+            // SAFETY: `fctx` is live and has an argument 0; the string is a reference we own,
+            // which Redis takes over.
             unsafe { replace(self.fctx, 0, first.into_raw()) };
         }
         // From the end: each delete is then O(1).
         for i in (1..argc).rev() {
+            // SAFETY: `fctx` is live; `i` is the last argument left at each step.
             unsafe { delete(self.fctx, i) };
         }
         for (j, s) in new.enumerate() {
+            // SAFETY: `fctx` is live; position `1 + j` is at most one past the last argument;
+            // the string is a reference we own, which Redis takes over.
             unsafe { insert(self.fctx, (1 + j) as c_int, s.into_raw()) };
         }
         true
