@@ -107,9 +107,11 @@ test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib
 
-lint: deps ## cargo fmt --check and clippy -D warnings
+lint: deps ## cargo fmt --check, clippy -D warnings, and the layering check (scripts/check-layers.py)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/check-layers.py --self-test
+	python3 scripts/check-layers.py
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

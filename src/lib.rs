@@ -1,146 +1,27 @@
 //! redis-lockmod: Redisson's locks as native Redis commands.
 //!
-//! This file only registers things with Redis. The lock algorithms live in `core`, the
-//! command parsing in `commands`, the keyspace writes in `effects`, the C API in `ffi`.
+//! This file declares the modules; Redis enters through `server` (its `OnLoad` registers
+//! everything). Floors, from the top; a module imports only modules below it
+//! (`scripts/check-layers.py` checks it, and that no two files import each other around):
+//!
+//! | floor | module     | owns                                                            |
+//! |-------|------------|-----------------------------------------------------------------|
+//! | 8     | `server`   | registration, configs, command metadata, version, `INFO`        |
+//! | 7     | `commands` | one file per kind: parse, call the core, reply                  |
+//! | 6     | `redisson` | Redisson's scripts run natively: table, rewrite, dispatch       |
+//! | 5     | `blocking` | parked clients, timeouts, disconnects, FIFO hand-off            |
+//! | 4     | `effects`  | the write chokepoint: write, propagate, publish, signal, count  |
+//! | 3     | `watch`    | what other clients' commands change: key tests, read-hold index |
+//! | 3     | `acl`      | who may touch what: the caller, ACL verdicts                    |
+//! | 2     | `ffi`      | the module C API, the only code calling C; callbacks handed in  |
+//! | 1     | `core`     | pure algorithms over a `Store`, Redisson's names; no Redis      |
 
-pub mod access;
-pub mod all_users;
+pub mod acl;
 pub mod blocking;
-pub mod caller;
 pub mod commands;
-pub mod config;
 pub mod core;
 pub mod effects;
 pub mod ffi;
-pub mod hold_index;
-pub mod metadata;
-pub mod names;
 pub mod redisson;
-pub mod stats;
-pub mod version;
+pub mod server;
 pub mod watch;
-
-#[cfg(not(test))]
-mod module {
-    use std::ffi::CStr;
-
-    use redis_module::{redis_module, Context, RedisString, Status};
-
-    use crate::command_fn;
-    use crate::commands::{fair, holds, info, lock, rwlock};
-    use crate::ffi::{self, CommandFn};
-
-    /// (name, handler, flags): every command takes the lock key as its only declared key.
-    /// Names are lowercase, as Redis' own: the metadata sets each command's arity, so Redis
-    /// checks it first and names the command in its error as registered. An acquire accepts
-    /// `BLOCK`, so it is `blocking` and, as BLPOP, not `fast`.
-    fn command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
-        vec![
-            (c"lock.acquire", command_fn!(lock::lock_acquire), c"write deny-oom blocking"),
-            (c"lock.unlock", command_fn!(lock::lock_unlock), c"write fast"),
-            (c"lock.renew", command_fn!(lock::lock_renew), c"write fast"),
-            (c"lock.forceunlock", command_fn!(lock::lock_forceunlock), c"write fast"),
-            (c"rwlock.rlock", command_fn!(rwlock::rwlock_rlock), c"write deny-oom blocking"),
-            (c"rwlock.wlock", command_fn!(rwlock::rwlock_wlock), c"write deny-oom blocking"),
-            // O(read holds): the largest remaining lease over them (indexed, built once).
-            (c"rwlock.unlock", command_fn!(rwlock::rwlock_unlock), c"write"),
-            // O(the owner's read holds).
-            (c"rwlock.renew", command_fn!(rwlock::rwlock_renew), c"write"),
-            (c"rwlock.forceunlock", command_fn!(rwlock::rwlock_forceunlock), c"write fast"),
-            // O(waiters): a grant moves every queued waiter's deadline.
-            (c"fairlock.acquire", command_fn!(fair::fairlock_acquire), c"write deny-oom blocking"),
-            (c"fairlock.unlock", command_fn!(fair::fairlock_unlock), c"write"),
-            (c"fairlock.cancel", command_fn!(fair::fairlock_cancel), c"write"),
-            (c"fairlock.renew", command_fn!(fair::fairlock_renew), c"write fast"),
-            (c"fairlock.forceunlock", command_fn!(fair::fairlock_forceunlock), c"write"),
-            // O(holders + waiters): not `fast`. Read-only, so it runs on a replica.
-            (c"lock.info", command_fn!(info::lock_info), c"readonly"),
-            // A client settling a lost reply asks these; read-only, so replicas answer too.
-            (c"lock.holds", command_fn!(holds::lock_holds), c"readonly fast"),
-            (c"rwlock.holds", command_fn!(holds::rwlock_holds), c"readonly fast"),
-            (c"fairlock.holds", command_fn!(holds::fairlock_holds), c"readonly fast"),
-        ]
-    }
-
-    fn init(ctx: &Context, args: &[RedisString]) -> Status {
-        let missing = ffi::missing_apis();
-        if !missing.is_empty() {
-            ctx.log_warning(&format!("lockmod needs Redis 7.0 or later; missing {missing:?}"));
-            return Status::Err;
-        }
-        // A mistyped option must not be ignored: the module takes no arguments at all, and says
-        // so before it registers anything.
-        if let Some(arg) = args.first() {
-            ctx.log_warning(&crate::config::unknown_argument(&arg.to_string_lossy(), args.len()));
-            return Status::Err;
-        }
-        install_panic_hook();
-        // Verdicts on users from before an unload may be stale.
-        crate::caller::forget_all();
-        let tracked = ffi::acl::acl_and_exec_named(&ffi::Ctx(ctx.ctx));
-        if !tracked {
-            ctx.log_notice("lockmod: ACL or EXEC is renamed: each command's caller is looked up and checked");
-        }
-        crate::caller::set_tracked(tracked);
-        // Commands that change nothing must not abort WATCH or invalidate cached keys.
-        ffi::modified::opt_out(ctx);
-        if !ffi::server::register(ctx) {
-            ctx.log_warning("lockmod: could not register the INFO section or the command filter");
-            return Status::Err;
-        }
-        if !ffi::config::register(ctx) {
-            ctx.log_warning("lockmod: could not register or load the module configs");
-            return Status::Err;
-        }
-        if !ffi::filter::register(ctx) {
-            ctx.log_warning("lockmod: could not prepare the Redisson script rewrite");
-            return Status::Err;
-        }
-        // Which of Redisson's scripts the server has cached (a `MODULE LOAD` after them).
-        ffi::script_cache::init(&ffi::Ctx(ctx.ctx));
-        // After a MODULE UNLOAD the keyspace changed unseen: nothing remembered may be trusted.
-        crate::hold_index::reload();
-        crate::watch::reset();
-        crate::stats::forget_all();
-        crate::blocking::poll::reload();
-        // The wake-up path's entry points, for the event, filter and INFO callbacks below.
-        crate::blocking::register();
-        if !ffi::events::subscribe(ctx) {
-            ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
-            return Status::Err;
-        }
-        for (name, f, flags) in command_table() {
-            if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
-                ctx.log_warning(&format!("lockmod: could not register {name:?}"));
-                return Status::Err;
-            }
-        }
-        // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
-        // only where the command exists.
-        for meta in crate::metadata::COMMANDS {
-            if !ffi::metadata::apply(ctx, meta) {
-                ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
-                return Status::Err;
-            }
-        }
-        ctx.log_notice(&crate::config::loaded_line());
-        Status::Ok
-    }
-
-    /// A panic is caught at the command boundary and answered with an error; the hook makes
-    /// sure the reason reaches the server log, where an operator will look.
-    fn install_panic_hook() {
-        std::panic::set_hook(Box::new(|info| {
-            ffi::log(c"warning", &format!("lockmod: {info}"));
-        }));
-    }
-
-    redis_module! {
-        name: "lockmod",
-        version: crate::version::MODULE_VERSION,
-        allocator: (crate::ffi::server::CountingAlloc, crate::ffi::server::CountingAlloc),
-        data_types: [],
-        init: init,
-        commands: [],
-    }
-}

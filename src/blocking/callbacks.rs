@@ -7,30 +7,24 @@
 //! knowing this module, so the wake-up path has no import cycle with ffi.
 
 use crate::core::Reply;
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::blocked::BlockCallbacks;
-use crate::ffi::wake_ups::{self, WakeUps};
 use crate::ffi::{Args, Ctx};
-use crate::stats;
 
-use super::changes::{changed, on_key_gone, recheck_all};
-use super::registry::{parked_now, with, LockId};
+use super::changes::changed;
+use super::registry::with;
 use super::request::{attempt_for_waiter, Attempt};
 use super::serve::{arm_expiry, queue};
+use super::waiter::LockId;
 use super::waiters::{self, Waiters};
-use super::{fair_waiters, paused, priority, ServedBy};
+use super::{fair_waiters, paused, priority};
+use crate::effects::ServedBy;
 
-/// Hands the wake-up path's entry points to the event, filter and INFO callbacks. Called at
-/// load, before any of them can run.
+/// Hands the store the wake-up path's reaction to a write (`effects::served`). Called at
+/// load, before any command can run.
 pub fn register() {
-    wake_ups::register(WakeUps {
-        key_gone: on_key_gone,
-        flushed: on_flush,
-        demoted: on_demoted,
-        name_changed: |ctx, name| changed(ctx, None, name, ServedBy::Timer),
-        recheck_all,
-        parked_now,
-    });
+    crate::effects::served::on_change(changed);
 }
 
 /// What a parked client's timeout and disconnect do (`Ctx::block_client::<Parked>`).
@@ -47,7 +41,7 @@ impl BlockCallbacks for Parked {
 }
 
 /// FLUSHALL / FLUSHDB deleted locks without per-key events: serve every lock.
-fn on_flush(ctx: &Ctx) {
+pub fn on_flush(ctx: &Ctx) {
     stats::forget_all();
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
@@ -75,7 +69,7 @@ fn on_timeout(ctx: &Ctx) -> Reply {
             Err(e) => (Reply::Error(e.to_string()), false),
         }
     } else {
-        match crate::core::permit(&mut store, || vec![crate::access::lock(&id.1)]) {
+        match crate::core::permit(&mut store, || vec![crate::core::access::lock(&id.1)]) {
             Ok(()) => (paused::refusal(ctx, &id.1, &w.req), false),
             Err(e) => (Reply::Error(e.to_string()), false),
         }
@@ -115,7 +109,7 @@ pub const DEMOTED: &str =
 
 /// This server became a replica: no lock may be granted here any more, so every parked client
 /// gets an error at once (it retries on the new primary) instead of waiting forever.
-fn on_demoted(ctx: &Ctx) {
+pub fn on_demoted(ctx: &Ctx) {
     let all: Vec<LockId> = with(|r| r.locks.keys().cloned().collect()).unwrap_or_default();
     for id in all {
         while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {

@@ -4,49 +4,12 @@
 //! commands end with `serve_now`; a grant is made by `serve` itself), else from a 0 ms timer.
 //! Changes by others that nothing reports are found by `super::poll`.
 
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-
-use super::{fair_waiters, queue, with, LockId, Registry};
+use super::fair_queue;
+use super::registry::with;
+use super::serve::queue;
+use super::waiter::LockId;
+use crate::effects::served::{any_parked, ServedBy};
 use crate::ffi::Ctx;
-
-/// Remembers which databases a lock key has parked clients in, so a change reported by name
-/// (the module's own writes, the command filter) finds them.
-pub(super) fn watch_lock(r: &mut Registry, id: &LockId) {
-    r.by_name.entry(id.1.clone()).or_default().push(id.0);
-    ANY_PARKED.store(true, Relaxed);
-}
-
-/// Whether any client is parked: every write of the module asks (a plain static, no
-/// thread-local access).
-static ANY_PARKED: AtomicBool = AtomicBool::new(false);
-
-/// Whether any client is parked.
-#[inline]
-pub fn any_parked() -> bool {
-    ANY_PARKED.load(Relaxed)
-}
-
-pub(super) fn unwatch_lock(r: &mut Registry, id: &LockId) {
-    if let Some(dbs) = r.by_name.get_mut(&id.1) {
-        dbs.retain(|&d| d != id.0);
-        if dbs.is_empty() {
-            r.by_name.remove(&id.1);
-        }
-    }
-    ANY_PARKED.store(!r.by_name.is_empty(), Relaxed);
-}
-
-/// Who serves a lock queued in `pending` by a change.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ServedBy {
-    /// The 0 ms pending timer: the change is a command of someone else, seen before it runs,
-    /// or a write by the module's own upkeep.
-    Timer,
-    /// The writer itself, right after its writes, in the same call: a module command ends with
-    /// `serve_now`, a grant is made by `serve`. No timer (Redis' timer costs more than the
-    /// rest of a hand-off's bookkeeping together).
-    Writer,
-}
 
 /// `name` changed (in `db`, or in a database the caller does not know): if it is a lock with
 /// parked clients, or the fair queue of one, queue that lock to be served by `by`. Called for
@@ -56,7 +19,7 @@ pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8], by: ServedBy) {
     if !any_parked() {
         return;
     }
-    let queue_of = fair_waiters::locks_of_queue(name);
+    let queue_of = fair_queue::locks_of_queue(name);
     let due: Vec<LockId> = with(|r| {
         let mut due = Vec::new();
         for lock in std::iter::once(name).chain(queue_of.iter().flatten().map(Vec::as_slice)) {
@@ -79,6 +42,12 @@ pub fn recheck_all(ctx: &Ctx) {
     for id in all {
         queue(ctx, id, ServedBy::Timer);
     }
+}
+
+/// A command about to run names `name` (the command filter; any database): serve the lock
+/// after the command, from a 0 ms timer.
+pub fn name_changed(ctx: &Ctx, name: &[u8]) {
+    changed(ctx, None, name, ServedBy::Timer);
 }
 
 /// An `expired` or `evicted` event (the only keyspace events the module subscribes to): a

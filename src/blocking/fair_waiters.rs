@@ -15,9 +15,13 @@
 
 use std::cell::RefCell;
 
-use super::{serve, with, LockId, Request, TimerData};
-use crate::caller::Who;
-use crate::core::{fair, Reply, Store};
+use super::registry::with;
+use super::request::Request;
+use super::serve::serve;
+use super::waiter::LockId;
+use super::waiter::TimerData;
+use crate::acl::Who;
+use crate::core::{fair, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -25,8 +29,6 @@ use crate::ffi::{Args, Ctx};
 pub const TICK_MS: i64 = 100;
 /// A parked waiter's deadline is kept at least this far from now.
 pub const AHEAD_MS: i64 = 3 * TICK_MS;
-
-const QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
 
 /// A waiter that gave up: (owner, wait, the user it ran as), by lock.
 type Cancel = (Vec<u8>, i64, Who);
@@ -38,7 +40,7 @@ thread_local! {
 
 /// The parked fair waiters of a lock, in arrival order: (owner, wait).
 fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
-    let fair_only = |w: &super::Waiter| match &w.req {
+    let fair_only = |w: &super::waiter::Waiter| match &w.req {
         Request::Fair { owner, wait, .. } => Some((owner.clone(), *wait)),
         _ => None,
     };
@@ -49,13 +51,13 @@ fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
 /// lock and its queue: the module keeps their places on their behalf, never beyond their
 /// permission. Their places are left to expire (nothing is written for them).
 fn drop_denied(ctx: &Ctx, id: &LockId) {
-    let fair = |w: &super::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
+    let fair = |w: &super::waiter::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
     let users: Vec<(u64, Who)> =
         with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair).collect())).flatten().unwrap_or_default();
     for (client, who) in users {
         let args = Args::empty();
         let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(&who);
-        let needs = || [vec![crate::access::lock(&id.1)], crate::access::fair(&id.1)].concat();
+        let needs = || [vec![crate::core::access::lock(&id.1)], crate::core::access::fair(&id.1)].concat();
         let Err(e) = crate::core::permit(&mut store, needs) else { continue };
         drop(store);
         let gone = with(|r| {
@@ -113,7 +115,7 @@ pub fn parked(ctx: &Ctx, id: &LockId, owner: &[u8]) {
 pub fn tick(ctx: &Ctx) {
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
-        let has_fair = |q: &super::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        let has_fair = |q: &super::waiters::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
         r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
     })
     .unwrap_or_default();
@@ -209,7 +211,7 @@ pub fn forget_cancels() {
 fn may_write_queue(ctx: &Ctx, id: &LockId, who: &Who) -> bool {
     let args = Args::empty();
     let mut store = RedisStore::at(ctx, &args, Ctx::now_ms()).for_waiter(who);
-    crate::core::permit(&mut store, || crate::access::fair(&id.1)).is_ok()
+    crate::core::permit(&mut store, || crate::core::access::fair(&id.1)).is_ok()
 }
 
 /// The cancels grouped by lock, locks in the order they first gave up, each lock's cancels in
@@ -227,26 +229,9 @@ fn by_lock<T>(cancels: Vec<(LockId, T)>) -> Vec<(LockId, Vec<T>)> {
     order
 }
 
-/// The owner first in line in the fair lock's queue, as the keyspace has it now.
-pub fn first_in_line(ctx: &Ctx, id: &LockId) -> Option<Vec<u8>> {
-    let args = Args::empty();
-    let mut store = RedisStore::at(ctx, &args, Ctx::now_ms());
-    store.list_index(&crate::names::fair_queue(&id.1), 0).ok().flatten()
-}
-
-/// The fair locks whose queue `key` may be: `redisson_lock_queue:{name}` belongs to `name`
-/// and, as Redisson writes it for a name that has braces already, to `{name}`.
-pub fn locks_of_queue(key: &[u8]) -> [Option<Vec<u8>>; 2] {
-    let Some(rest) = key.strip_prefix(QUEUE_PREFIX) else { return [None, None] };
-    let tagged = rest.contains(&b'{').then(|| rest.to_vec());
-    let inner =
-        rest.strip_prefix(b"{").and_then(|r| r.strip_suffix(b"}")).filter(|n| !n.contains(&b'{')).map(<[u8]>::to_vec);
-    [tagged, inner]
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{by_lock, locks_of_queue};
+    use super::by_lock;
 
     #[test]
     fn cancels_are_grouped_by_lock_in_order() {
@@ -256,19 +241,5 @@ mod tests {
         let names: Vec<(Vec<u8>, Vec<i64>)> =
             grouped.into_iter().map(|(l, b)| (l.1, b.into_iter().map(|(_, w)| w).collect())).collect();
         assert_eq!(names, [(b"a".to_vec(), vec![1, 3]), (b"b".to_vec(), vec![2, 5]), (b"c".to_vec(), vec![4])]);
-    }
-
-    #[test]
-    fn a_queue_key_names_its_locks() {
-        let of = |k: &str| {
-            locks_of_queue(k.as_bytes())
-                .into_iter()
-                .flatten()
-                .map(|v| String::from_utf8(v).unwrap_or_default())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(of("redisson_lock_queue:{doc}"), ["{doc}", "doc"]);
-        assert_eq!(of("redisson_lock_queue:a{b}c"), ["a{b}c"]);
-        assert_eq!(of("redisson_lock_timeout:{doc}"), Vec::<String>::new());
     }
 }

@@ -16,7 +16,8 @@
 
 use std::cell::Cell;
 
-use super::{Request, TimerData};
+use super::request::Request;
+use super::waiter::TimerData;
 use crate::core::store::TTL_PERSISTENT;
 use crate::core::{LockError, Reply};
 use crate::ffi::pause::writes_paused;

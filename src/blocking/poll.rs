@@ -25,9 +25,11 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use super::registry::Map;
+use super::waiter::Map;
 
-use super::{serve, with, LockId, TimerData, TimerId};
+use super::registry::with;
+use super::waiter::LockId;
+use super::waiter::{TimerData, TimerId};
 use crate::ffi::{Ctx, KeyKind};
 
 /// How often parked locks are looked at: "within milliseconds" for a fifth of a 1 ms tick's
@@ -70,7 +72,7 @@ fn sig(ctx: &Ctx, id: &LockId) -> Sig {
         (kind, k.len(), at)
     };
     let (kind, len, at) = look(&id.1);
-    let (_, queued, _) = look(&crate::names::fair_queue_buf(&id.1));
+    let (_, queued, _) = look(&crate::core::names::fair_queue_buf(&id.1));
     (kind, len, at, queued)
 }
 
@@ -122,8 +124,9 @@ pub fn fired() {
 }
 
 /// The tick, once writes are allowed: looks at the next [`BATCH`] parked locks, serves those
-/// whose signature changed, and re-arms.
-pub fn tick(ctx: &Ctx) {
+/// whose signature changed (with `serve`, the caller's: the hand-off lies above this file), and
+/// re-arms.
+pub fn tick(ctx: &Ctx, serve: fn(&Ctx, &LockId)) {
     // Each lock at most once per tick, however few there are.
     let limit = with_poll(|p| p.sigs.len()).unwrap_or(0).min(BATCH);
     let mut looked = 0;

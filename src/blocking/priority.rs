@@ -10,7 +10,9 @@
 //!   name whose fair queue has a live waiter (`crate::core::kinds`); a client parked so is
 //!   woken when that waiter's deadline passes, if nothing else changes first.
 
-use super::{serve, with, LockId, Request};
+use super::registry::with;
+use super::request::Request;
+use super::waiter::LockId;
 use crate::core::kinds;
 use crate::core::rwlock::Writers;
 use crate::effects::RedisStore;
@@ -33,38 +35,19 @@ pub fn block_limit(ms: i64) -> i64 {
     }
 }
 
-fn writer_parked(id: &LockId) -> bool {
+pub(super) fn writer_parked(id: &LockId) -> bool {
     with(|r| r.locks.get(id).is_some_and(|q| q.iter().any(|w| matches!(w.req, Request::Write { .. })))).unwrap_or(false)
 }
 
 /// Nobody is parked anywhere: the common case, answered by one flag, without building a lock
 /// id or borrowing the registry.
-fn nobody_parked() -> bool {
-    !super::any_parked()
+pub(super) fn nobody_parked() -> bool {
+    !crate::effects::served::any_parked()
 }
 
 /// Whether a writer is parked on `key` (in the selected database): one flag when nobody is.
 pub fn writer_waits(ctx: &Ctx, key: &[u8]) -> bool {
     !nobody_parked() && writer_parked(&(ctx.selected_db(), key.to_vec()))
-}
-
-/// Whether `req`, a new acquire on `key`, must let a parked writer go first. A lock that came
-/// free a moment ago (a lease just ran out, a foreign release not yet served) is served first,
-/// so its parked writer takes it before the new reader looks.
-pub fn writers_ahead<O>(ctx: &Ctx, key: &[u8], req: &Request<O>) -> Writers {
-    if !matches!(req, Request::Read { .. }) || nobody_parked() {
-        return Writers::None;
-    }
-    let id = (ctx.selected_db(), key.to_vec());
-    if !writer_parked(&id) {
-        return Writers::None;
-    }
-    serve(ctx, &id);
-    if writer_parked(&id) {
-        Writers::Waiting
-    } else {
-        Writers::None
-    }
 }
 
 /// A parked reader's time ran out: it is answered as a new reader would be, without serving

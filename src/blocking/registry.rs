@@ -4,30 +4,13 @@
 
 use std::cell::RefCell;
 
-use crate::caller::Who;
-use crate::ffi::blocked::BlockedClient;
+use crate::effects::served::set_any_parked;
 use crate::ffi::Ctx;
 
+use super::request::Request;
+use super::waiter::TimerId;
+use super::waiter::{LockId, Map, Waiter};
 use super::waiters::Waiters;
-use super::{Request, TimerId};
-
-/// The registry's hash maps. Every hand-off looks locks up by name several times (waiters,
-/// parked names, expiry timers, the poll's signatures): foldhash, seeded per process, costs a
-/// fraction of the standard SipHash on these short keys.
-pub(super) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// A lock: its database and key.
-pub(super) type LockId = (i32, Vec<u8>);
-
-pub(super) struct Waiter {
-    pub(super) client: u64,
-    pub(super) bc: BlockedClient,
-    pub(super) req: Request,
-    /// The user it ran as: its grant is checked against that user's ACL.
-    pub(super) who: Who,
-    /// When it parked (ms), for `LOCK.INFO`.
-    pub(super) since: i64,
-}
 
 #[derive(Default)]
 pub(super) struct Registry {
@@ -75,4 +58,21 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
     with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
         .flatten()
         .unwrap_or_default()
+}
+
+/// Remembers which databases a lock key has parked clients in, so a change reported by name
+/// (the module's own writes, the command filter) finds them.
+pub(super) fn watch_lock(r: &mut Registry, id: &LockId) {
+    r.by_name.entry(id.1.clone()).or_default().push(id.0);
+    set_any_parked(true);
+}
+
+pub(super) fn unwatch_lock(r: &mut Registry, id: &LockId) {
+    if let Some(dbs) = r.by_name.get_mut(&id.1) {
+        dbs.retain(|&d| d != id.0);
+        if dbs.is_empty() {
+            r.by_name.remove(&id.1);
+        }
+    }
+    set_any_parked(!r.by_name.is_empty());
 }

@@ -6,10 +6,10 @@
 use crate::core::reentrant::{self, Acquired};
 use crate::core::{fair, fencing, rwlock};
 use crate::core::{Reply, Result};
+use crate::effects::stats;
 use crate::effects::RedisStore;
-use crate::stats;
 
-use super::Writers;
+use crate::core::rwlock::Writers;
 
 /// What a parked client asked for: enough to retry the same acquire.
 /// A command builds it around its own owner argument (`Request<&[u8]>`, no copy); a client
@@ -97,7 +97,7 @@ pub(super) fn attempt_for_waiter(
     req: &Request,
     writers: Writers,
 ) -> Result<Attempt> {
-    crate::core::permit(store, || vec![crate::access::lock(key)])?;
+    crate::core::permit(store, || vec![crate::core::access::lock(key)])?;
     attempt(store, key, req, writers)
 }
 

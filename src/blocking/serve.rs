@@ -3,45 +3,20 @@
 //! have it, and the timers that make sure that happens (the lease's expiry, the 0 ms timer of
 //! [`queue`]).
 
-use crate::caller::{Access, Who};
-use crate::core::{LockError, Reply, Result};
+use crate::acl::Who;
+use crate::core::Reply;
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, KeyKind};
-use crate::stats;
 
-use super::changes::{unwatch_lock, watch_lock};
-use super::registry::{with, LockId, Waiter};
+use super::registry::unwatch_lock;
+use super::registry::with;
 use super::request::{attempt_for_waiter, Attempt, Request};
-use super::{callbacks, fair_waiters, paused, poll, priority, ServedBy, TimerData, Writers};
-
-/// Parks the client until `req` is granted on `key`, for up to `block_ms` (0 = no limit).
-/// Returns `refused` unchanged where the client cannot block (MULTI, scripts).
-pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) -> Result<Reply> {
-    // On a (writable) replica nothing may be granted from outside a command: never parked.
-    if !ctx.can_block() || ctx.is_replica() {
-        return Ok(refused);
-    }
-    crate::ffi::events::watch_keyspace(ctx);
-    let who = Access::caller().who(ctx);
-    let Some(bc) = ctx.block_client::<callbacks::Parked>(priority::block_limit(block_ms)) else { return Ok(refused) };
-    let id = (ctx.selected_db(), key.to_vec());
-    let client = ctx.client_id();
-    stats::PARKED.inc();
-    let fair = matches!(req, Request::Fair { .. }).then(|| req.owner().to_vec());
-    let waiter = Waiter { client, bc, req, who, since: Ctx::now_ms() };
-    with(|r| {
-        if !r.locks.contains_key(&id) {
-            watch_lock(r, &id);
-        }
-        r.locks.entry(id.clone()).or_default().push_back(&id, waiter)
-    });
-    arm_expiry(ctx, &id);
-    poll::parked(ctx, &id);
-    if let Some(owner) = fair {
-        fair_waiters::parked(ctx, &id, &owner);
-    }
-    Err(LockError::Blocked)
-}
+use super::waiter::TimerData;
+use super::waiter::{LockId, Waiter};
+use super::{fair_queue, paused, poll, priority};
+use crate::core::rwlock::Writers;
+use crate::effects::ServedBy;
 
 /// Serves the locks of the current database that changed during this command. Called by every
 /// write command after its own effects, so a release hands the lock over at once.
@@ -89,7 +64,7 @@ pub(super) fn serve(ctx: &Ctx, id: &LockId) {
         if !matches!(front, Request::Fair { .. } | Request::Lock { .. }) || !fair_parked() {
             break;
         }
-        let head = fair_waiters::first_in_line(ctx, id);
+        let head = fair_queue::first_in_line(ctx, id);
         let at_head = with(|r| {
             let q = r.locks.get(id)?;
             q.iter().position(|w| matches!(&w.req, Request::Fair { owner, .. } if Some(owner) == head.as_ref()))

@@ -5,28 +5,12 @@
 use super::paused::{self, Gate};
 use std::ffi::CStr;
 
-use super::{fair_waiters, poll, serve, with, LockId};
+use super::registry::with;
+use super::serve::serve;
+use super::waiter::{LockId, TimerData};
+use super::{fair_waiters, poll};
 use crate::ffi::timers::Timer;
 use crate::ffi::Ctx;
-
-/// A timer of the wake-up path, as `Ctx::create_timer` returns it.
-pub type TimerId = crate::ffi::timers::TimerId<TimerData>;
-
-/// Why a timer was armed.
-pub enum TimerData {
-    /// Serve every lock in `pending`.
-    Pending,
-    /// The lease of a lock with parked clients runs out now.
-    Expiry { db: i32, key: Vec<u8> },
-    /// Keep parked fair waiters' queue places alive, and serve their locks.
-    FairTick,
-    /// Take fair waiters that gave up out of their queues.
-    FairCancels,
-    /// Look for changes by others to locks with parked clients (`poll`).
-    Poll,
-    /// Writes were paused: run what waited, if they may run now (`paused`).
-    Resume,
-}
 
 impl Timer for TimerData {
     fn latency_event(&self) -> &'static CStr {
@@ -81,7 +65,7 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::Pending | TimerData::Expiry { .. } => serve_pending(ctx),
         TimerData::FairTick => fair_waiters::tick(ctx),
         TimerData::FairCancels => fair_waiters::run_cancels(ctx),
-        TimerData::Poll => poll::tick(ctx),
+        TimerData::Poll => poll::tick(ctx, serve),
         // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
         // and serving its lock would purge it.
         TimerData::Resume => {

@@ -14,8 +14,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
-use super::registry::Map;
-use super::{LockId, Waiter};
+use super::waiter::Map;
+use super::waiter::{LockId, Waiter};
 
 /// The parked clients of one lock, first parked first.
 #[derive(Default)]
@@ -131,7 +131,7 @@ mod tests {
 
     fn waiter(n: u64) -> Waiter {
         let req = Request::Lock { owner: format!("o{n}").into_bytes(), lease: 1, token: false };
-        Waiter { client: n, bc: BlockedClient::fake(1000 + n as usize), req, who: crate::caller::Who::Root, since: 0 }
+        Waiter { client: n, bc: BlockedClient::fake(1000 + n as usize), req, who: crate::acl::Who::Root, since: 0 }
     }
 
     fn clients(q: &Waiters) -> Vec<u64> {

@@ -3,9 +3,9 @@
 use super::{arity, parse_ms, parse_options, Accepts};
 use crate::blocking::{self, Request};
 use crate::core::{reentrant, LockError, Reply};
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
-use crate::stats;
 
 type Result = std::result::Result<Reply, LockError>;
 

@@ -1,6 +1,8 @@
 //! The command layer: parse arguments, run the lock algorithm on the Redis store, reply.
 //!
 //! Every argument is parsed before the keyspace is touched, so bad input changes nothing.
+//!
+//! May import: blocking, effects, acl, ffi, core. Imported by server (the command table).
 
 pub mod fair;
 pub mod holds;

@@ -5,9 +5,9 @@ use super::{arity, parse_ms, parse_options, Accepts};
 use crate::blocking::{self, Request};
 use crate::core::rwlock::{self, Side};
 use crate::core::{LockError, Reply};
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
-use crate::stats;
 
 type Result = std::result::Result<Reply, LockError>;
 

@@ -9,7 +9,7 @@ use super::info::ParkedList;
 use super::memory::MemoryStore;
 use super::rwlock::Writers;
 use super::{holds, info, reentrant, rwlock, Denied, Latch, LockError, Store};
-use crate::access::{KeyUse, Need};
+use crate::core::access::{KeyUse, Need};
 
 const K: &[u8] = b"l";
 

@@ -15,9 +15,10 @@
 //! Every `now` is the server's clock (Redisson sends the client's), read once per command.
 //! Scores are doubles, as in Redis: Redisson's arithmetic on them is reproduced in `f64`.
 
-use super::reentrant::{self, Acquired};
+use super::reentrant;
+use super::reply::Acquired;
 use super::{deadline, incremented, kinds, latch_check, latch_record, permit, Latch, Reply, Result, Store};
-use crate::{access, names};
+use crate::core::{access, names};
 use std::collections::{HashMap, HashSet};
 
 /// The largest deadline a waiter gets: the largest expiry time, in ms since the epoch.

@@ -142,7 +142,7 @@ fn over_maxmemory_an_unlock_of_a_free_lock_writes_no_latch() {
     s.oom = true;
     let latch = Some(Latch { request_id: b"r1", ttl_ms: 5_000 });
     assert_eq!(unlock(&mut s, b"fairLock", b"t1", LEASE, latch), Ok(Reply::Int(1)));
-    assert!(!s.exists(&crate::names::unlock_latch(b"fairLock", b"r1")));
+    assert!(!s.exists(&crate::core::names::unlock_latch(b"fairLock", b"r1")));
 }
 
 #[test]

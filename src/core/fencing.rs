@@ -8,9 +8,9 @@
 //! unlocks and restarts: a resource that remembers the largest token it has seen can refuse a
 //! writer whose lease ran out while it was paused.
 
-use super::reentrant::Acquired;
+use super::reply::Acquired;
 use super::{parse_i64, LockError, Reply, Result, Store};
-use crate::names;
+use crate::core::names;
 
 /// Runs `acquire` (any kind's acquire on `key`) fenced: checks the counter, then counts the
 /// grant. The counter is checked before `acquire` writes anything, so a counter that is not an
@@ -20,7 +20,7 @@ pub fn fenced<S: Store>(
     key: &[u8],
     acquire: impl FnOnce(&mut S) -> Result<Acquired>,
 ) -> Result<(Acquired, Reply)> {
-    super::permit(s, || crate::access::fenced(key))?;
+    super::permit(s, || crate::core::access::fenced(key))?;
     let counter = names::token(key);
     if let Some(v) = s.get(&counter)? {
         let v = parse_i64(&v).ok_or(LockError::NotInteger)?;

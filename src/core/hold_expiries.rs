@@ -7,12 +7,12 @@
 //! absolute expiries in an ordered multiset, so the largest is found in O(log N).
 //!
 //! It is a cache of the keyspace, never a source of truth: whoever keeps one must update it on
-//! every write it makes and discard it when anything else may have written (`crate::hold_index`).
+//! every write it makes and discard it when anything else may have written (`crate::watch::hold_index`).
 //! Expiry needs no update: an expired hold's time lies in the past, so it never counts.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::rwlock::MAX_HOLDS_PER_FIELD;
+use super::store::MAX_HOLDS_PER_FIELD;
 use super::store::{TTL_MISSING, TTL_PERSISTENT};
 
 /// The state of one hold's timeout key: an absolute expiry (ms), or [`TTL_MISSING`] /

@@ -3,9 +3,10 @@
 //! effect? So it reads exactly the fields the acquire and unlock of each kind write, and
 //! nothing else: O(1), no writes.
 
-use super::rwlock::{self, MODE, WRITE};
+use super::names::{MODE, WRITE};
+use super::rwlock;
 use super::{Result, Store};
-use crate::names;
+use crate::core::names;
 
 /// `LOCK.HOLDS key owner` and `FAIRLOCK.HOLDS key owner`: `owner`'s hold count on the lock
 /// hash (0 if none). The fair lock's holders are the same hash as the reentrant lock's; a

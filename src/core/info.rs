@@ -4,10 +4,11 @@
 //! is a read-write lock; a hash next to a fair queue or deadline zset is a fair lock; any other
 //! hash is a reentrant lock; no hash but a queue is a free fair lock with waiters.
 
-use super::rwlock::{MAX_HOLDS_PER_FIELD, MODE, WRITE};
+use super::names::{MODE, WRITE};
+use super::store::MAX_HOLDS_PER_FIELD;
 use super::{parse_i64, permit, Reply, Result, Store};
-use crate::access::{self, KeyUse};
-use crate::names;
+use crate::core::access::{self, KeyUse};
+use crate::core::names;
 
 /// A client parked with `BLOCK` on the lock, as the blocking registry reports it.
 #[derive(Clone, Debug, PartialEq)]

@@ -13,9 +13,9 @@
 //! Every check reads keys the command has open already, or costs one key lookup on the free
 //! path: a reentrant hash has one field, so `HLEN` alone (O(1)) clears it.
 
-use super::rwlock::MODE;
+use super::names::MODE;
 use super::{Result, Store};
-use crate::names;
+use crate::core::names;
 
 /// True if `key` is a read-write lock's hash. Anything else (absent, a reentrant or fair
 /// hash, another type) is false: the caller's own type checks report a wrong type.
@@ -40,7 +40,7 @@ pub fn fair_queue_ahead<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<i64>> 
 pub fn first_live_waiter<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<Option<f64>>> {
     // Read before the caller's ACL is asked: a restricted caller needs read access to the
     // queue and the deadlines, even where there is no queue (whether one exists is read too).
-    super::permit(s, || crate::access::fair_peek(key))?;
+    super::permit(s, || crate::core::access::fair_peek(key))?;
     let queue = names::fair_queue_buf(key);
     // The free path of every acquire comes here: the usual answer (no queue) is one lookup.
     if !s.peek_exists(&queue) || !matches!(s.list_len(&queue), Ok(n) if n > 0) {

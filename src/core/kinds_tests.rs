@@ -10,7 +10,7 @@ use super::memory::{MemoryStore, Value};
 use super::reentrant::{self, Acquired};
 use super::rwlock::{self, Side, Writers};
 use super::Reply;
-use crate::names;
+use crate::core::names;
 
 const NOW: i64 = 1_700_000_000_000;
 const K: &[u8] = b"m";

@@ -27,7 +27,7 @@ pub struct MemoryStore {
     /// A fake ACL: `Some(names denied)` makes the caller restricted.
     pub acl: Option<Vec<Vec<u8>>>,
     /// Every need checked, in order.
-    pub checked: Vec<crate::access::Need>,
+    pub checked: Vec<crate::core::access::Need>,
     /// What `over_maxmemory` answers.
     pub oom: bool,
 }
@@ -170,8 +170,8 @@ impl Store for MemoryStore {
         self.acl.is_some()
     }
 
-    fn permit(&mut self, needs: &[crate::access::Need]) -> Result<()> {
-        use crate::access::Need;
+    fn permit(&mut self, needs: &[crate::core::access::Need]) -> Result<()> {
+        use crate::core::access::Need;
         use crate::core::Denied;
         for n in needs {
             self.checked.push(n.clone());

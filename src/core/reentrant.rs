@@ -8,29 +8,10 @@
 //! Releasing the last hold deletes the hash and publishes `0` on
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
-use super::{deadline, kinds, latch_check, latch_record, permit, rwlock, Latch, Reply, Result, Store};
-use crate::{access, names};
+use super::{deadline, kinds, latch_check, latch_record, permit, Latch, Reply, Result, Store};
+use crate::core::{access, names};
 
-/// What an acquire attempt did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Acquired {
-    /// First hold taken.
-    New,
-    /// Another hold taken by the owner that already held the lock.
-    Reentered,
-    /// Held by someone else; the lock's PTTL.
-    Refused(i64),
-}
-
-impl Acquired {
-    /// Redisson's reply: nil when acquired, else the PTTL.
-    pub fn reply(self) -> Reply {
-        match self {
-            Acquired::New | Acquired::Reentered => Reply::Nil,
-            Acquired::Refused(ttl) => Reply::Int(ttl),
-        }
-    }
-}
+pub use super::reply::Acquired;
 
 /// `LOCK.ACQUIRE key owner lease`: take (or re-enter) the lock, or report its PTTL.
 ///
@@ -39,7 +20,7 @@ impl Acquired {
 /// live waiter (reply: the time that waiter has left to take it), so no one jumps that queue.
 pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Result<Acquired> {
     let at = deadline(s.now(), lease)?;
-    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
+    if owner == names::MODE && kinds::is_rwlock(s, key) {
         return Ok(Acquired::Refused(s.pttl(key)));
     }
     let holds = s.hash_get_int(key, owner)?;
@@ -61,7 +42,7 @@ pub fn acquire<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64) -> Res
 /// The hold count of `owner` in `key` as a reentrant (or fair) lock: None if it holds nothing
 /// there, or if `key` is a read-write lock (whose read counts are not reentrant holds).
 pub fn holds<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<Option<i64>> {
-    if owner == rwlock::MODE && kinds::is_rwlock(s, key) {
+    if owner == names::MODE && kinds::is_rwlock(s, key) {
         return Ok(None);
     }
     match s.hash_get_int(key, owner)? {

@@ -12,18 +12,13 @@
 //! lock's own TTL follows the longest of them. A read unlock publishes `0` on
 //! `redisson_rwlock:{name}` (every waiting reader may retry), a write unlock `1`.
 
-use super::reentrant::Acquired;
+use super::reply::Acquired;
 use super::{deadline, latch_check, latch_record, permit, LockError, Reply, Result, Store};
-use crate::access::{self, KeyUse};
-use crate::names;
+use crate::core::access::{self, KeyUse};
+use crate::core::names;
 
-/// The hash field that holds the mode; an owner may not be called that.
-pub const MODE: &[u8] = b"mode";
-pub const READ: &[u8] = b"read";
-pub const WRITE: &[u8] = b"write";
-
-/// A corrupt hold count must not make a scan run for ever: no field stands for more holds.
-pub const MAX_HOLDS_PER_FIELD: i64 = 1 << 20;
+pub use super::names::{MODE, READ, WRITE};
+pub use super::store::{for_each_read_hold, scan_read_holds, MAX_HOLDS_PER_FIELD};
 
 /// Which side of the lock a command works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,26 +268,6 @@ pub fn force_unlock<S: Store>(s: &mut S, key: &[u8], side: Side) -> Result<Reply
     s.del(key);
     s.publish(&names::rwlock_channel(key), side.message());
     Ok(Reply::Int(1))
-}
-
-/// Visits every read hold the lock hash records: for each field whose value is an integer
-/// count `c` (the `mode` field is not; write fields are, and their keys simply do not exist),
-/// the holds `1..=c`, as Redisson's read unlock walks them.
-pub fn for_each_read_hold<S: Store>(s: &mut S, key: &[u8], mut visit: impl FnMut(&mut S, &[u8], i64)) -> Result<()> {
-    for (field, value) in s.hash_entries(key)? {
-        let Some(count) = super::parse_i64(&value) else { continue };
-        for i in 1..=count.min(MAX_HOLDS_PER_FIELD) {
-            visit(s, &field, i);
-        }
-    }
-    Ok(())
-}
-
-/// The largest `PTTL` of the timeout keys of every hold the lock records, by scanning them.
-pub fn scan_read_holds<S: Store>(s: &mut S, key: &[u8]) -> Result<i64> {
-    let mut max = -3;
-    for_each_read_hold(s, key, |s, owner, i| max = max.max(s.pttl(&names::read_timeout(key, owner, i))))?;
-    Ok(max)
 }
 
 #[cfg(test)]

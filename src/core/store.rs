@@ -5,8 +5,11 @@
 //! every key before writing (a read method returns [`LockError::WrongType`] for a key of the
 //! wrong type), and the store behind them applies, notifies and propagates each write.
 
-use super::{LockError, Result};
-use crate::names;
+use super::access::Need;
+use super::error::LockError;
+use super::names;
+use super::numbers::parse_i64;
+use super::reply::Result;
 
 /// `PTTL` of a missing key.
 pub const TTL_MISSING: i64 = -2;
@@ -24,7 +27,7 @@ pub trait Store {
         false
     }
     /// Checks each need against the caller's ACL: `NOPERM` naming the first one denied.
-    fn permit(&mut self, _needs: &[crate::access::Need]) -> Result<()> {
+    fn permit(&mut self, _needs: &[Need]) -> Result<()> {
         Ok(())
     }
 
@@ -49,7 +52,7 @@ pub trait Store {
     fn hash_get_int(&mut self, key: &[u8], field: &[u8]) -> Result<Option<i64>> {
         match self.hash_get(key, field)? {
             None => Ok(None),
-            Some(v) => super::parse_i64(&v).map(Some).ok_or(LockError::CorruptHoldCount),
+            Some(v) => parse_i64(&v).map(Some).ok_or(LockError::CorruptHoldCount),
         }
     }
     /// `HLEN`.
@@ -174,6 +177,40 @@ pub trait Store {
     where
         Self: Sized,
     {
-        super::rwlock::scan_read_holds(self, key)
+        scan_read_holds(self, key)
     }
+}
+
+/// A corrupt hold count must not make a scan run for ever: no field stands for more holds.
+pub const MAX_HOLDS_PER_FIELD: i64 = 1 << 20;
+
+/// Checks that the caller's ACL allows `needs` (see `super::access`), before any write. The
+/// list is built only for a caller the ACL may deny something: an unrestricted one pays for
+/// no names, even where the list is O(N).
+pub fn permit<S: Store>(s: &mut S, needs: impl FnOnce() -> Vec<Need>) -> Result<()> {
+    if s.restricted() {
+        s.permit(&needs())
+    } else {
+        Ok(())
+    }
+}
+
+/// Visits every read hold the lock hash records: for each field whose value is an integer
+/// count `c` (the `mode` field is not; write fields are, and their keys simply do not exist),
+/// the holds `1..=c`, as Redisson's read unlock walks them.
+pub fn for_each_read_hold<S: Store>(s: &mut S, key: &[u8], mut visit: impl FnMut(&mut S, &[u8], i64)) -> Result<()> {
+    for (field, value) in s.hash_entries(key)? {
+        let Some(count) = parse_i64(&value) else { continue };
+        for i in 1..=count.min(MAX_HOLDS_PER_FIELD) {
+            visit(s, &field, i);
+        }
+    }
+    Ok(())
+}
+
+/// The largest `PTTL` of the timeout keys of every hold the lock records, by scanning them.
+pub fn scan_read_holds<S: Store>(s: &mut S, key: &[u8]) -> Result<i64> {
+    let mut max = -3;
+    for_each_read_hold(s, key, |s, owner, i| max = max.max(s.pttl(&names::read_timeout(key, owner, i))))?;
+    Ok(max)
 }

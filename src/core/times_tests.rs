@@ -11,7 +11,7 @@ use super::reentrant::{self, Acquired};
 use super::rwlock::{self, Side, Writers};
 use super::store::Store;
 use super::{Latch, LockError, Reply};
-use crate::names;
+use crate::core::names;
 
 const NOW: i64 = 1_700_000_000_000;
 const K: &[u8] = b"l";

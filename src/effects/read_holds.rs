@@ -1,15 +1,16 @@
 //! Read holds of the read-write lock on [`RedisStore`]: their timeout keys' writes, mirrored in
-//! the lock's entry of the read-hold index (`crate::hold_index`), and the largest remaining
+//! the lock's entry of the read-hold index (`crate::watch::hold_index`), and the largest remaining
 //! lease read from that entry (built by one scan the first time it is needed).
 
 use std::ffi::CStr;
 
 use super::RedisStore;
 use crate::core::hold_expiries::{HoldExpiries, HoldState};
+use crate::core::names;
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, Result};
 use crate::ffi::{Arg, KeyKind, StrRef};
-use crate::{hold_index, names};
+use crate::watch::hold_index;
 
 impl RedisStore<'_> {
     /// [`Self::effect`] for a write to `key` (named `name`), whose read-hold index entry (if

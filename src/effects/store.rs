@@ -4,11 +4,11 @@
 
 use super::keys::Name;
 use super::{pxat, RedisStore, CLUSTER_FLAG, GENERIC, HASH, STRING};
-use crate::access::Need;
+use crate::core::access::Need;
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
 use crate::ffi::{Arg, KeyKind};
-use crate::hold_index;
+use crate::watch::hold_index;
 
 impl Store for RedisStore<'_> {
     fn now(&self) -> i64 {
@@ -51,7 +51,7 @@ impl Store for RedisStore<'_> {
         k.key.delete();
         hold_index::forget(self.db(), key);
         self.last_int = None;
-        crate::stats::on_key_event(b"del", self.db, key);
+        crate::effects::stats::on_key_event(b"del", self.db, key);
         self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
         true
     }
@@ -64,7 +64,7 @@ impl Store for RedisStore<'_> {
         }
         // A new lock is remembered with its lease when granted; an existing one moves it.
         if k.existed {
-            crate::stats::lease_moved(self.db, key, at);
+            crate::effects::stats::lease_moved(self.db, key, at);
         }
         // The lock's own TTL is not part of its read-hold index entry: the entry stands.
         let indexed = hold_index::is_indexed(self.db(), key);
@@ -152,7 +152,7 @@ impl Store for RedisStore<'_> {
             &[Arg::S(k.name.raw()), Arg::S(f.raw()), Arg::S(step.raw())],
         );
         k.key.delete();
-        crate::stats::on_key_event(b"del", self.db, key);
+        crate::effects::stats::on_key_event(b"del", self.db, key);
         self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
         Ok(())
     }
@@ -303,7 +303,7 @@ impl Store for RedisStore<'_> {
         let args = [Arg::S(c), Arg::S(m)];
         // `lockmod.pubsub sharded`: as SPUBLISH, which Redis itself propagates to replicas only
         // outside a cluster (in one, the cluster bus carries it to the shard's replicas).
-        if crate::config::sharded() && self.ctx.publish_shard(c, m) {
+        if crate::core::config::sharded() && self.ctx.publish_shard(c, m) {
             if !cluster {
                 self.ctx.replicate_reusing(self.args, c"SPUBLISH", &args);
             }

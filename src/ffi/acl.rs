@@ -106,6 +106,15 @@ impl User {
         unsafe { api!(RedisModule_ACLCheckKeyPermissions)(self.ptr, key.ptr, flags as c_int) == OK }
     }
 
+    /// True if the user may run the command `argv` (its name first); false on a server
+    /// without the API.
+    pub fn may_run(&self, argv: &[StrRef]) -> bool {
+        let Some(check) = opt!(RedisModule_ACLCheckCommandPermissions) else { return false };
+        let mut v: Vec<super::RawStr> = argv.iter().map(|s| s.ptr).collect();
+        // SAFETY: live user handle and argument strings; Redis only reads them.
+        unsafe { check(self.ptr, v.as_mut_ptr(), v.len() as c_int) == OK }
+    }
+
     /// True if the user may `PUBLISH` on `channel`.
     pub fn may_publish(&self, channel: StrRef) -> bool {
         let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
@@ -126,6 +135,37 @@ impl User {
         // the object's bytes.
         unsafe { api!(RedisModule_ACLAddLogEntry)(ctx.0, self.ptr, object.ptr, reason) };
     }
+}
+
+/// The ACL user of client `id`, looked up outside any command (the command filter, with
+/// `super::filter::detached`): `Ok(None)` for a client without a user (ACL does not apply to
+/// it), `Err(())` when it cannot be told (a module's fake client, a client not found, a
+/// server without the APIs).
+#[allow(clippy::result_unit_err)]
+pub fn user_of_client(id: u64) -> Result<Option<User>, ()> {
+    let (Some(user_name), Some(user_of), Some(_), Some(_)) = (
+        opt!(RedisModule_GetClientUserNameById),
+        opt!(RedisModule_GetModuleUserFromUserName),
+        opt!(RedisModule_ACLCheckCommandPermissions),
+        opt!(RedisModule_FreeModuleUser),
+    ) else {
+        return Err(());
+    };
+    let Some(detached) = super::filter::detached() else { return Err(()) };
+    // SAFETY: a live context without automatic memory, so the name is ours to free.
+    let name = unsafe { user_name(detached.0, id) };
+    if name.is_null() {
+        // ENOTSUP: a client without a user; anything else: leave it alone.
+        return if errno() == libc::ENOTSUP { Ok(None) } else { Err(()) };
+    }
+    // SAFETY: `name` is a live string; the handle is freed when the `User` drops.
+    let ptr = unsafe { user_of(name) };
+    // SAFETY: the name was made for us above; a NULL context is allowed.
+    unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), name) };
+    if ptr.is_null() {
+        return Err(());
+    }
+    Ok(Some(User { ctx: detached.0, ptr }))
 }
 
 /// The names of every user (`ACL USERS`), or `None` if Redis would not say.
@@ -155,25 +195,6 @@ pub fn user_names(ctx: &Ctx) -> Option<Vec<Vec<u8>>> {
         api!(RedisModule_FreeCallReply)(reply);
         names
     }
-}
-
-/// The client a command filter runs for, and whether it is inside MULTI (so the command is
-/// only being queued); `None` on a server without the API (Redis 7.0).
-///
-/// # Safety
-/// `fctx` must be the live context of the command filter that is running.
-pub unsafe fn filter_client(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<(u64, bool)> {
-    // SAFETY: read-only access to pointers Redis wrote during RedisModule_Init.
-    let get_id = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
-    // SAFETY: `fctx` is the live filter context of the running filter.
-    let id = unsafe { get_id(fctx) };
-    // SAFETY: an all-zero client info is valid; Redis fills it for a versioned struct.
-    let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
-    info.version = u64::from(raw::REDISMODULE_CLIENTINFO_VERSION);
-    // SAFETY: `info` is a writable client-info struct of the version declared in it.
-    let found = unsafe { api!(RedisModule_GetClientInfoById)(&mut info as *mut _ as *mut std::ffi::c_void, id) } == OK;
-    // Not a connection (a module's RM_Call): the command runs now, it is not queued.
-    Some((id, found && info.flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0))
 }
 
 /// True if `ACL` and `EXEC` run under their own names: the command filter knows an ACL change

@@ -100,6 +100,11 @@ impl<'a> StrRef<'a> {
     pub fn bytes(&self) -> &'a [u8] {
         str_bytes(self.ptr)
     }
+
+    /// The string's identity (its address), to recognise one of the module's own strings.
+    pub fn id(&self) -> usize {
+        self.ptr as usize
+    }
 }
 
 /// An owned module string, freed on drop.

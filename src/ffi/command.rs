@@ -4,6 +4,7 @@
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -44,12 +45,16 @@ pub unsafe fn dispatch(ctx: RawCtx, argv: *mut RawStr, argc: c_int, handler: Han
         // SAFETY: Redis passes `argc` valid string pointers in `argv`, alive for this call.
         unsafe { std::slice::from_raw_parts(argv, argc as usize) }
     };
-    // A Redisson script the command filter rewrote into this command.
-    if let Some(rc) = unsafe { super::filter::dispatch_scripted(ctx, argv, handler) } {
-        return rc;
-    }
     let ctx = Ctx(ctx);
     let args = Args::new(argv);
+    // A call the command filter rewrote into this command (a Redisson script's).
+    if REWROTE.load(Relaxed) {
+        if let Some(rewritten) = rewritten_hook() {
+            if rewritten(&ctx, &args, handler) {
+                return OK;
+            }
+        }
+    }
     let result = catch_unwind(AssertUnwindSafe(|| handler(&ctx, &args)));
     match result {
         Ok(Ok(reply)) => ctx.reply(&reply),
@@ -58,6 +63,29 @@ pub unsafe fn dispatch(ctx: RawCtx, argv: *mut RawStr, argc: c_int, handler: Han
         Err(_) => ctx.reply_error("ERR internal error in lockmod (see the server log)"),
     }
     OK
+}
+
+/// Runs a call the command filter rewrote, if `args` is one: true if it did (and replied).
+pub type RewrittenFn = fn(&Ctx, &Args, Handler) -> bool;
+
+/// Set once the filter rewrote a call: until then no command looks for one.
+static REWROTE: AtomicBool = AtomicBool::new(false);
+static REWRITTEN: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Hands [`dispatch`] the function that runs a rewritten call (`crate::redisson`), at load.
+pub fn on_rewritten(f: RewrittenFn) {
+    REWRITTEN.store(f as *mut (), Relaxed);
+}
+
+/// The filter rewrote a call: from now on every command asks the [`on_rewritten`] function.
+pub fn rewrote_a_call() {
+    REWROTE.store(true, Relaxed);
+}
+
+fn rewritten_hook() -> Option<RewrittenFn> {
+    let p = REWRITTEN.load(Relaxed);
+    // SAFETY: set only by `on_rewritten`, from a function pointer of type `RewrittenFn`.
+    (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut (), RewrittenFn>(p) })
 }
 
 /// Registers `name` with `RedisModule_CreateCommand`. Returns false if Redis refused it.

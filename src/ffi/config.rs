@@ -1,11 +1,12 @@
-//! Registers the module configs (`lockmod.*`, Redis 7.0+) whose values live in `crate::config`.
+//! Registers the module configs (`lockmod.*`, Redis 7.0+) whose values live in `crate::core::config`.
 
 use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
 use super::OK;
-use crate::config;
+use crate::core::config;
 
 extern "C" fn get_pubsub(_name: *const c_char, _privdata: *mut c_void) -> c_int {
     config::pubsub()
@@ -31,18 +32,27 @@ extern "C" fn set_scripts(_name: *const c_char, val: c_int, _privdata: *mut c_vo
     if !config::set_redisson_scripts(val) {
         return raw::REDISMODULE_ERR as c_int;
     }
-    if was != val {
-        // The filter did not watch the script cache while `off`.
-        crate::redisson::cache::forget_all();
-    }
-    if val == config::SCRIPTS_NATIVE {
-        super::filter::warn_if_acl_blind();
+    if let Some(f) = scripts_set() {
+        f(was, val);
     }
     OK
 }
 
-/// Registers every config and loads the values given at load time. False if Redis refused.
-pub fn register(ctx: &redis_module::Context) -> bool {
+/// What follows a set of `lockmod.redisson-scripts` (from, to): `crate::redisson`'s.
+pub type ScriptsSet = fn(i32, i32);
+
+static SCRIPTS_SET: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+fn scripts_set() -> Option<ScriptsSet> {
+    let p = SCRIPTS_SET.load(Relaxed);
+    // SAFETY: set only by `register`, from a function pointer of type `ScriptsSet`.
+    (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut (), ScriptsSet>(p) })
+}
+
+/// Registers every config and loads the values given at load time; `on_scripts_set` runs
+/// after each set of `lockmod.redisson-scripts`. False if Redis refused.
+pub fn register(ctx: &redis_module::Context, on_scripts_set: ScriptsSet) -> bool {
+    SCRIPTS_SET.store(on_scripts_set as *mut (), Relaxed);
     let mut names: [*const c_char; 2] = [c"global".as_ptr(), c"sharded".as_ptr()];
     let values: [c_int; 2] = [config::PUBSUB_GLOBAL, config::PUBSUB_SHARDED];
     // SAFETY: OnLoad context; the name and enum strings are NUL-terminated statics (Redis

@@ -1,15 +1,16 @@
 //! Keyspace and server event subscriptions: the C callbacks Redis calls when keys go without
 //! a command (expiry, eviction, FLUSH*, SWAPDB, loading, a role change). Each tells the
-//! module's counters and read-hold index, then the wake-up path through the entry points its
-//! owner registered (`super::wake_ups`), and never lets a panic cross into C.
+//! layers that care through the [`EventHooks`] handed in at load (`crate::server`), and never
+//! lets a panic cross into C.
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
+use super::args::str_bytes;
 use super::log::guarded;
-use super::{str_bytes, wake_ups, Ctx, RawCtx, RawStr, OK};
+use super::{Ctx, RawCtx, RawStr, OK};
 
 /// The keyspace events the module subscribes to: only keys that go away without a command
 /// (`expired`, `evicted`). Everything else the module learns from its own writes, from a
@@ -41,12 +42,41 @@ pub fn module_ctx() -> Option<Ctx> {
     (!p.is_null()).then_some(Ctx(p))
 }
 
+/// What the module does when Redis reports that keys went without a command: functions of
+/// the layers that own the reactions.
+pub struct EventHooks {
+    /// An `expired` or `evicted` event (`event`) on `key` in `db`.
+    pub key_gone: fn(&Ctx, &[u8], i32, &[u8]),
+    /// FLUSHALL or FLUSHDB ended.
+    pub flushed: fn(&Ctx),
+    /// The keyspace was swapped (SWAPDB, loading, a role change).
+    pub swapped: fn(&Ctx, Swap),
+}
+
+/// Which swap of the keyspace happened.
+#[derive(Clone, Copy, Debug)]
+pub struct Swap {
+    /// `SWAPDB`: locks with parked clients may be free in the database swapped in.
+    pub swapdb: bool,
+    /// This server became a replica.
+    pub now_replica: bool,
+}
+
+static HOOKS: AtomicPtr<EventHooks> = AtomicPtr::new(std::ptr::null_mut());
+
+fn hooks() -> Option<&'static EventHooks> {
+    let p = HOOKS.load(Relaxed);
+    // SAFETY: set only by `subscribe`, from a `&'static EventHooks`.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
 /// Subscribes to what can free a lock or change its read holds without any command: FLUSHALL
 /// and FLUSHDB, and what swaps a whole keyspace (SWAPDB, loading, a role change). A primary
 /// demoted to a replica must also release its parked clients: Valkey leaves module-blocked
 /// clients parked on a demotion in cluster mode (Redis 7.0 unblocks them itself, and then
 /// nothing is left for us). Keyspace events come later, with [`watch_keyspace`].
-pub fn subscribe(ctx: &redis_module::Context) -> bool {
+pub fn subscribe(ctx: &redis_module::Context, hooks: &'static EventHooks) -> bool {
+    HOOKS.store(hooks as *const EventHooks as *mut EventHooks, Relaxed);
     // A module unloaded and loaded again may find its statics as it left them, while Redis
     // dropped its subscriptions with the unload.
     WATCHING_KEYSPACE.store(false, Relaxed);
@@ -95,11 +125,9 @@ extern "C" fn on_keyspace_event(ctx: RawCtx, _type: c_int, event: *const c_char,
     // SAFETY: Redis passes the event name as a NUL-terminated static string.
     let event = if event.is_null() { &[][..] } else { unsafe { std::ffi::CStr::from_ptr(event) }.to_bytes() };
     guarded("a keyspace event", (), || {
-        let key = str_bytes(key);
-        let db = ctx.selected_db();
-        crate::stats::on_key_event(event, db, key);
-        crate::hold_index::on_key_gone(db, event, key);
-        wake_ups::key_gone(&ctx, key)
+        if let Some(h) = hooks() {
+            (h.key_gone)(&ctx, event, ctx.selected_db(), str_bytes(key));
+        }
     });
     OK
 }
@@ -108,8 +136,9 @@ extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, 
     if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
         let ctx = Ctx(ctx);
         guarded("a flush event", (), || {
-            crate::hold_index::clear();
-            wake_ups::flushed(&ctx)
+            if let Some(h) = hooks() {
+                (h.flushed)(&ctx);
+            }
         });
     }
 }
@@ -118,17 +147,14 @@ extern "C" fn on_flush(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, 
 /// index mirrors was replaced. (One callback: a module has one listener per event.)
 extern "C" fn on_swap(ctx: RawCtx, eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
     let ctx = Ctx(ctx);
+    let swap = Swap {
+        swapdb: eid.id == raw::REDISMODULE_EVENT_SWAPDB,
+        now_replica: eid.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
+            && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA,
+    };
     guarded("a keyspace swap event", (), || {
-        crate::hold_index::clear();
-        // Locks with parked clients may be free in the database swapped in: serve them.
-        if eid.id == raw::REDISMODULE_EVENT_SWAPDB {
-            wake_ups::flushed(&ctx);
-        }
-        // No lock may be granted on a replica: release every parked client with an error.
-        if eid.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
-            && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA
-        {
-            wake_ups::demoted(&ctx);
+        if let Some(h) = hooks() {
+            (h.swapped)(&ctx, swap);
         }
     });
 }

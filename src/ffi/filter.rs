@@ -1,98 +1,271 @@
-//! The command filter's part that runs Redisson's lock scripts as native commands
-//! (`lockmod.redisson-scripts native`, see `crate::redisson`), and the dispatch of the calls
-//! it rewrote. The filter itself (one for the whole module) is `super::server`'s.
+//! The module's one command filter, and the safe view of a filtered call its owners get.
 //!
-//! The filter turns `EVALSHA sha n KEYS... ARGV...` (or `EVAL body ...`) of a recognised script
-//! into `<native command> <arguments>` before Redis looks the command up, so the native
-//! command's flags, key spec (cluster redirects), ACL and `INFO commandstats` apply. Its first
-//! argument is one of the module's own strings, one per table row: a command recognises a
-//! rewritten call, and its row, by pointer identity, which no client can forge.
+//! Redis runs every registered filter before every command from a client, queued in `MULTI`,
+//! or called by a script; its own part of that (a context and a list walk) costs about 70
+//! instructions per filter per command on the whole server, even when the filter returns at
+//! once. So the module registers exactly one, which reads `argv[0]` once and dispatches by its
+//! first byte, length and name to the [`FilterHooks`] handed in at load (`crate::server`):
+//! - `ACL` and `EXEC`: always (`crate::acl` caches ACL verdicts per user);
+//! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
+//! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
+//!   (`crate::redisson`); `SCRIPT` (what the script cache holds, for it): always;
+//! - any other command's keys: only while [`watching`] (`crate::watch`).
 //!
-//! The API calls this file adds go through `opt!` (an `Option`): every one exists in Redis 7.0
-//! except the filter's client id (7.2), without which the filter cannot check the caller's
-//! ACL and rewrites only while no user of the server is restricted at all
-//! (`crate::all_users`); on a server missing any other the filter never rewrites.
-//!
-//! This file holds what the parts share (the module strings, the flags) and the setup at load;
-//! `call` rewrites a call, `permission` checks the caller's ACL for it, `dispatch` runs the
-//! calls it rewrote, `learn` notes what changes the script cache (`crate::redisson::cache`).
+//! A [`FilterCall`] reads and rewrites the call's arguments; [`Owned`] strings are what a
+//! rewrite hands Redis. The API calls used only here go through `opt!` (an `Option`): every one
+//! exists in Redis 7.0 except the filter's client id (7.2).
 
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use redis_module::raw;
 
-use super::{log, RawCtx, RawStr};
-use crate::redisson::acl;
-use crate::redisson::rewrite;
-use crate::redisson::table::ROWS;
+use super::args::str_bytes;
+use super::{log, Ctx, RawStr, StrRef, OK};
+use crate::core::config::redisson_native;
 
 type Fctx = *mut raw::RedisModuleCommandFilterCtx;
 
-/// An optional module API function (`None` on a server without it).
-macro_rules! opt {
-    ($name:ident) => {
-        // SAFETY: Redis writes these pointers once, in RedisModule_Init, before any other code
-        // of the module runs; afterwards they are only read.
-        unsafe { raw::$name }
+/// Which script call the filter sees.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    EvalSha,
+    Eval,
+    /// `EVAL_RO`: never rewritten (Redisson's lock scripts write), but it caches its body.
+    EvalRo,
+}
+
+/// What the filter does for each kind of command: functions of the layers that own the
+/// reactions, handed in at load so that nothing here names them.
+pub struct FilterHooks {
+    /// `ACL ...`, with the command's name as sent.
+    pub acl: fn(FilterCall, &[u8]),
+    /// `EXEC`, with the command's name as sent.
+    pub exec: fn(FilterCall, &[u8]),
+    /// `CONFIG RESETSTAT`.
+    pub reset_stats: fn(),
+    /// `SCRIPT ...`.
+    pub script: fn(FilterCall),
+    /// `EVAL`, `EVALSHA` or `EVAL_RO` under `lockmod.redisson-scripts native`.
+    pub eval: fn(FilterCall, Form),
+    /// Any other command (named `cmd`), while [`watching`].
+    pub other: fn(FilterCall, &[u8]),
+}
+
+static HOOKS: AtomicPtr<FilterHooks> = AtomicPtr::new(null_mut());
+
+/// True while the filter looks at other commands' keys (`crate::watch` sets it). A plain
+/// static: every command in the server reads it.
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
+/// Whether other commands' keys are looked at.
+#[inline]
+pub fn watching() -> bool {
+    WATCHING.load(Relaxed)
+}
+
+/// Turns the look at other commands' keys on or off.
+#[inline]
+pub fn set_watching(on: bool) {
+    WATCHING.store(on, Relaxed);
+}
+
+/// Registers the module's one command filter, calling `hooks`. False if Redis refused.
+pub fn register(ctx: &redis_module::Context, hooks: &'static FilterHooks) -> bool {
+    HOOKS.store(hooks as *const FilterHooks as *mut FilterHooks, Relaxed);
+    // SAFETY: OnLoad context; the callback has the signature Redis expects. Not NOSELF: the
+    // index must see what a script the module runs itself writes (`crate::redisson` skips its
+    // own rewrite there instead).
+    let filter = unsafe { api!(RedisModule_RegisterCommandFilter)(ctx.ctx, Some(on_command), 0) };
+    !filter.is_null()
+}
+
+fn hooks() -> Option<&'static FilterHooks> {
+    let p = HOOKS.load(Relaxed);
+    // SAFETY: set only by `register`, from a `&'static FilterHooks`.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// The module's only command filter. Every name it acts on itself starts with `a` (`ACL`), `c`
+/// (`CONFIG`) or `e` (`EXEC`, `EVAL`, `EVALSHA`, `EVAL_RO`), or is `SCRIPT` (six letters from
+/// `s`); any other command (`SET`, `GET`, `HSET`, ...) costs one argument fetch and a byte
+/// test (two for a six-letter `s...`), and goes to the `other` hook only while [`watching`].
+extern "C" fn on_command(fctx: Fctx) {
+    // SAFETY: `fctx` is live for this call; Redis answers NULL past the last argument (here,
+    // for a command without arguments), and the argument strings are owned by the client.
+    let cmd = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 0) };
+    if cmd.is_null() {
+        return;
+    }
+    let name = str_bytes(cmd);
+    let special = match name.first().map(|b| b | 0x20) {
+        Some(b'a' | b'c' | b'e') => true,
+        Some(b's') => name.len() == 6,
+        _ => false,
     };
+    if special {
+        on_some(fctx, name);
+    } else if watching() {
+        // Its fast path cannot panic; it guards what follows a hit itself.
+        if let Some(h) = hooks() {
+            (h.other)(FilterCall::new(fctx), name);
+        }
+    }
 }
 
-/// Module strings made once at load and never freed (pointers kept as `usize`).
-struct Strings {
-    /// Per table row, the native command's name for a rewritten `EVALSHA` (0 for a row left
-    /// to Lua), and the same text for a rewritten `EVAL`: a call whose script turns out not to
-    /// be cached answers as its own form would (`NOSCRIPT`, or running the body).
-    markers: Vec<usize>,
-    eval_markers: Vec<usize>,
-    /// Every marker, sorted, with its row and whether it stands for `EVAL`.
-    lookup: Vec<(usize, usize, bool)>,
-    /// The keywords of native arguments and the inner commands' names, for ACL checks.
-    words: Vec<(&'static [u8], usize)>,
-    /// Per table row, an `EVAL` body seen (held), to run the script itself by `EVAL`.
-    bodies: Vec<AtomicUsize>,
+/// A command whose name starts with `a`, `c` or `e`, or a six-letter one starting with `s`, out
+/// of line (the usual command pays no stack frame for it), a panic logged rather than unwound
+/// into Redis.
+#[inline(never)]
+fn on_some(fctx: Fctx, name: &[u8]) {
+    if catch_unwind(AssertUnwindSafe(|| on_special(fctx, name))).is_err() {
+        log(c"warning", "lockmod: internal error in the command filter");
+    }
 }
 
-static STRINGS: OnceLock<Strings> = OnceLock::new();
-/// A context without a client, for API calls that want one: made by each load (the module's
-/// memory, `STRINGS` included, outlives a `MODULE UNLOAD`; a context must not).
-static DETACHED: AtomicUsize = AtomicUsize::new(0);
-/// Set once the filter rewrote a call: until then no command looks for a marker.
-static USED: AtomicBool = AtomicBool::new(false);
-/// The server has every API the rewrite needs (set by [`register`]).
-static READY: AtomicBool = AtomicBool::new(false);
-/// Set while the module runs a script itself ([`run_script`]): that call must reach Lua, not
-/// be rewritten back (what `REDISMODULE_CMDFILTER_NOSELF` did for a filter of its own; the
-/// module's one filter must see its own calls for the read-hold index).
-static OWN_CALL: AtomicBool = AtomicBool::new(false);
-
-const WORDS: &[&[u8]] = &[b"LATCH", b"TOKEN", b"READ", b"WRITE", b"NOQUEUE", b"1"];
-
-fn new_string(b: &[u8]) -> RawStr {
-    // SAFETY: a NULL context is allowed (no automatic memory); Redis copies the bytes. The
-    // string is ours until handed to Redis or freed.
-    unsafe { api!(RedisModule_CreateString)(null_mut(), b.as_ptr() as *const c_char, b.len()) }
+/// A command whose name starts with `a`, `c` or `e`, or a six-letter one starting with `s`:
+/// dispatched by its length and name.
+fn on_special(fctx: Fctx, name: &[u8]) {
+    let Some(h) = hooks() else { return };
+    let call = FilterCall::new(fctx);
+    let argc = call.argc();
+    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    match name.len() {
+        3 if is(b"acl") => (h.acl)(call, name),
+        4 if is(b"exec") => (h.exec)(call, name),
+        6 if argc == 2 && is(b"config") => {
+            if call.arg(1).is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat")) {
+                (h.reset_stats)();
+            }
+        }
+        // Whatever the setting: a flush queued before `native` is switched on runs after.
+        6 if is(b"script") => (h.script)(call),
+        4 | 7 if redisson_native() && (is(b"eval") || is(b"evalsha") || is(b"eval_ro")) => {
+            let form = if name.len() == 4 {
+                Form::Eval
+            } else if name[4] == b'_' {
+                Form::EvalRo
+            } else {
+                Form::EvalSha
+            };
+            (h.eval)(call, form);
+        }
+        _ => {
+            if watching() {
+                (h.other)(call, name);
+            }
+        }
+    }
 }
 
-fn free_string(s: RawStr) {
-    // SAFETY: `s` is a string we own a reference to; a NULL context is allowed.
-    unsafe { api!(RedisModule_FreeString)(null_mut(), s) };
+/// The command the filter runs for, valid for that filter call only (the hooks get it by
+/// value and cannot keep it: it is not `'static`, and nothing stores it).
+#[derive(Clone, Copy)]
+pub struct FilterCall<'a> {
+    fctx: Fctx,
+    _call: std::marker::PhantomData<&'a ()>,
 }
 
-/// A new reference to `s` (a copy if `s` cannot be shared), for Redis to own.
-fn hold(s: RawStr) -> Option<RawStr> {
-    let f = opt!(RedisModule_HoldString)?;
-    // SAFETY: `s` is a live string; a NULL context is allowed.
-    let h = unsafe { f(null_mut(), s) };
-    (!h.is_null()).then_some(h)
+impl<'a> FilterCall<'a> {
+    fn new(fctx: Fctx) -> FilterCall<'a> {
+        FilterCall { fctx, _call: std::marker::PhantomData }
+    }
+
+    /// The number of arguments, the command's name included.
+    pub fn argc(&self) -> usize {
+        // SAFETY: `fctx` is live for this filter call.
+        let n = unsafe { api!(RedisModule_CommandFilterArgsCount)(self.fctx) };
+        n.max(0) as usize
+    }
+
+    /// Argument `i` as a module string, or None past the last one.
+    pub fn arg_str(&self, i: usize) -> Option<StrRef<'a>> {
+        let i = c_int::try_from(i).ok()?;
+        // SAFETY: `fctx` is live for this filter call and its argument strings are owned by the
+        // client, alive until replaced or deleted (only `replace_all` does, consuming the view's
+        // use); Redis answers NULL for a position past the last argument.
+        let s = unsafe { api!(RedisModule_CommandFilterArgGet)(self.fctx, i) };
+        (!s.is_null()).then(|| StrRef::from_raw(s))
+    }
+
+    /// The bytes of argument `i`, or None past the last one.
+    pub fn arg(&self, i: usize) -> Option<&'a [u8]> {
+        self.arg_str(i).map(|s| s.bytes())
+    }
+
+    /// Every argument, or None if any could not be read.
+    pub fn args(&self) -> Option<Vec<StrRef<'a>>> {
+        (0..self.argc()).map(|i| self.arg_str(i)).collect()
+    }
+
+    /// The client the filter runs for, and whether it is inside MULTI (so the command is only
+    /// being queued); `None` on a server without the API (Redis 7.0).
+    pub fn client(&self) -> Option<(u64, bool)> {
+        // SAFETY: the live filter context of the running filter.
+        unsafe { filter_client(self.fctx) }
+    }
+
+    /// The calling client's id; `None` on a server whose filter cannot name it (Redis 7.0).
+    pub fn client_id(&self) -> Option<u64> {
+        let get_id = opt!(RedisModule_CommandFilterGetClientId)?;
+        // SAFETY: `fctx` is the live filter context of the running filter.
+        Some(unsafe { get_id(self.fctx) })
+    }
+
+    /// Replaces the whole call by `new` (the command's name first): Redis owns each string
+    /// from here on. False, freeing them, on a server without the APIs.
+    pub fn replace_all(self, new: Vec<Owned>) -> bool {
+        let (Some(replace), Some(delete), Some(insert)) = (
+            opt!(RedisModule_CommandFilterArgReplace),
+            opt!(RedisModule_CommandFilterArgDelete),
+            opt!(RedisModule_CommandFilterArgInsert),
+        ) else {
+            return false;
+        };
+        let argc = self.argc() as c_int;
+        let mut new = new.into_iter();
+        if let Some(first) = new.next() {
+            // SAFETY: `fctx` is live and has an argument 0; the string is a reference we own,
+            // which Redis takes over.
+            unsafe { replace(self.fctx, 0, first.into_raw()) };
+        }
+        // From the end: each delete is then O(1).
+        for i in (1..argc).rev() {
+            // SAFETY: `fctx` is live; `i` is the last argument left at each step.
+            unsafe { delete(self.fctx, i) };
+        }
+        for (j, s) in new.enumerate() {
+            // SAFETY: `fctx` is live; position `1 + j` is at most one past the last argument;
+            // the string is a reference we own, which Redis takes over.
+            unsafe { insert(self.fctx, (1 + j) as c_int, s.into_raw()) };
+        }
+        true
+    }
 }
 
-/// Prepares the rewrite, which the module's one command filter (`super::server`) runs. A
-/// server lacking the APIs it needs gets a log line, and `native` then changes nothing.
-pub fn register(ctx: &redis_module::Context) -> bool {
-    READY.store(false, Relaxed);
+/// The client a command filter runs for, and whether it is inside MULTI (so the command is
+/// only being queued); `None` on a server without the API (Redis 7.0).
+///
+/// # Safety
+/// `fctx` must be the live context of the command filter that is running.
+unsafe fn filter_client(fctx: Fctx) -> Option<(u64, bool)> {
+    // SAFETY: read-only access to pointers Redis wrote during RedisModule_Init.
+    let get_id = unsafe { raw::RedisModule_CommandFilterGetClientId }?;
+    // SAFETY: `fctx` is the live filter context of the running filter.
+    let id = unsafe { get_id(fctx) };
+    // SAFETY: an all-zero client info is valid; Redis fills it for a versioned struct.
+    let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
+    info.version = u64::from(raw::REDISMODULE_CLIENTINFO_VERSION);
+    // SAFETY: `info` is a writable client-info struct of the version declared in it.
+    let found = unsafe { api!(RedisModule_GetClientInfoById)(&mut info as *mut _ as *mut std::ffi::c_void, id) } == OK;
+    // Not a connection (a module's RM_Call): the command runs now, it is not queued.
+    Some((id, found && info.flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) != 0))
+}
+
+/// Whether this server has every API a rewrite of the call needs.
+pub fn can_rewrite() -> bool {
     let needed = [
         opt!(RedisModule_CommandFilterArgInsert).is_some(),
         opt!(RedisModule_CommandFilterArgDelete).is_some(),
@@ -103,73 +276,88 @@ pub fn register(ctx: &redis_module::Context) -> bool {
         opt!(RedisModule_FreeCallReply).is_some(),
         opt!(RedisModule_GetDetachedThreadSafeContext).is_some(),
     ];
-    if needed.contains(&false) {
-        log(c"warning", "lockmod: this server lacks the APIs lockmod.redisson-scripts needs; it has no effect");
-        return true;
-    }
-    let detached = opt!(RedisModule_GetDetachedThreadSafeContext).map_or(0, |f| {
+    !needed.contains(&false)
+}
+
+/// Whether a filter can name its calling client (Redis 7.2+).
+pub fn can_name_client() -> bool {
+    opt!(RedisModule_CommandFilterGetClientId).is_some()
+}
+
+/// The server-wide context flags (no client: a NULL context reports only those).
+pub fn server_flags() -> u64 {
+    // SAFETY: a NULL context is allowed: only the server-wide flags are reported.
+    unsafe { api!(RedisModule_GetContextFlags)(null_mut()) as u64 }
+}
+
+/// A context without a client, for API calls that want one outside a command: made by each
+/// load (the module's memory outlives a `MODULE UNLOAD`; a context must not).
+static DETACHED: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(null_mut());
+
+/// Makes the context [`detached`] returns, at load.
+pub fn make_detached(ctx: &redis_module::Context) {
+    let detached = opt!(RedisModule_GetDetachedThreadSafeContext).map_or(null_mut(), |f| {
         // SAFETY: OnLoad context; the detached context lives as long as the module.
-        unsafe { f(ctx.ctx) as usize }
+        unsafe { f(ctx.ctx) }
     });
     DETACHED.store(detached, Relaxed);
-    if opt!(RedisModule_CommandFilterGetClientId).is_none() {
-        // Known before the first script, once the server has loaded its ACL users.
-        super::filter_probe::arm(detached as RawCtx);
+}
+
+/// The context made by [`make_detached`], if any.
+pub fn detached() -> Option<Ctx> {
+    let p = DETACHED.load(Relaxed);
+    (!p.is_null()).then_some(Ctx(p))
+}
+
+/// A module string the module owns outside any context (made with a NULL context): freed on
+/// drop, unless handed over to Redis.
+pub struct Owned(RawStr);
+
+// SAFETY: only Redis' main thread makes, uses and frees module strings; the module's statics
+// that keep them are only there because a module cannot own anything else for its lifetime.
+unsafe impl Send for Owned {}
+// SAFETY: as above.
+unsafe impl Sync for Owned {}
+
+impl Owned {
+    /// A new string with the bytes `b`.
+    pub fn new(b: &[u8]) -> Owned {
+        // SAFETY: a NULL context is allowed (no automatic memory); Redis copies the bytes. The
+        // string is ours until handed to Redis or freed.
+        Owned(unsafe { api!(RedisModule_CreateString)(null_mut(), b.as_ptr() as *const c_char, b.len()) })
     }
-    // Made once: after a MODULE UNLOAD and LOAD the earlier strings are still valid.
-    STRINGS.get_or_init(|| {
-        let made = || -> Vec<usize> {
-            ROWS.iter()
-                .map(|r| rewrite::native_of(r.kind).map_or(0, |n| new_string(n.name().as_bytes()) as usize))
-                .collect()
-        };
-        let (markers, eval_markers) = (made(), made());
-        let mut lookup: Vec<(usize, usize, bool)> = markers
-            .iter()
-            .enumerate()
-            .map(|(row, m)| (*m, row, false))
-            .chain(eval_markers.iter().enumerate().map(|(row, m)| (*m, row, true)))
-            .filter(|(m, _, _)| *m != 0)
-            .collect();
-        lookup.sort_unstable();
-        Strings {
-            markers,
-            eval_markers,
-            lookup,
-            words: WORDS
-                .iter()
-                .copied()
-                .chain(acl::COMMANDS.iter().map(|c| c.as_bytes()))
-                .map(|w| (w, new_string(w) as usize))
-                .collect(),
-            bodies: ROWS.iter().map(|_| AtomicUsize::new(0)).collect(),
+
+    /// A new reference to `s` (a copy if `s` cannot be shared); `None` on a server without
+    /// the API, or if Redis would not.
+    pub fn hold(s: StrRef) -> Option<Owned> {
+        let f = opt!(RedisModule_HoldString)?;
+        // SAFETY: `s` is a live string; a NULL context is allowed.
+        let h = unsafe { f(null_mut(), s.ptr) };
+        (!h.is_null()).then_some(Owned(h))
+    }
+
+    pub fn as_ref(&self) -> StrRef<'_> {
+        StrRef::from_raw(self.0)
+    }
+
+    /// The string's identity (its address): what a command compares an argument with.
+    pub fn id(&self) -> usize {
+        self.0 as usize
+    }
+
+    /// Hands the reference over (to Redis).
+    pub(super) fn into_raw(self) -> RawStr {
+        let p = self.0;
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a string we own a reference to; a NULL context is allowed.
+            unsafe { api!(RedisModule_FreeString)(null_mut(), self.0) };
         }
-    });
-    READY.store(true, Relaxed);
-    true
-}
-
-/// Logs that the caller's ACL cannot be checked here (Redis 7.0: a filter cannot learn the
-/// calling user), and what that means.
-pub fn warn_if_acl_blind() {
-    if opt!(RedisModule_CommandFilterGetClientId).is_none() {
-        log(
-            c"notice",
-            "lockmod: redisson-scripts native on a server whose command filters cannot see the calling user \
-             (Redis < 7.2): scripts run natively only while no ACL user is restricted (docs/configuration.md)",
-        );
     }
 }
-
-fn word(strings: &Strings, w: &[u8]) -> Option<RawStr> {
-    strings.words.iter().find(|(k, _)| *k == w).map(|(_, s)| *s as RawStr)
-}
-
-mod call;
-mod dispatch;
-mod learn;
-mod permission;
-
-pub(super) use call::{rewrite, Form};
-pub use dispatch::dispatch_scripted;
-pub(super) use learn::on_script;

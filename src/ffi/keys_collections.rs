@@ -4,8 +4,9 @@ use std::os::raw::{c_int, c_long, c_void};
 
 use redis_module::raw;
 
+use super::args::str_bytes;
 use super::args::str_to_i64;
-use super::{str_bytes, Key, KeyKind, NotAnInteger, RStr, RawStr, StrRef, OK};
+use super::{Key, KeyKind, NotAnInteger, RStr, RawStr, StrRef, OK};
 
 impl Key {
     // -- hash ---------------------------------------------------------------------------------

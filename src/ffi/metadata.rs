@@ -1,4 +1,5 @@
-//! Applies the command metadata table (`crate::metadata`) with `RM_SetCommandInfo`.
+//! Applies command metadata (the table is `crate::server::metadata`'s; its types are here)
+//! with `RM_SetCommandInfo`.
 //!
 //! Built here rather than with the SDK's command-info builder, which leaks its argument
 //! structs (their free function is private): the raw structs below point into CStrings and
@@ -13,7 +14,65 @@ use std::ptr;
 use redis_module::raw;
 
 use super::OK;
-use crate::metadata::{Arg, ArgKind, Command, KeyAccess, SINCE};
+
+/// What an argument is, as `COMMAND DOCS` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// The lock key (key spec 0).
+    Key,
+    String,
+    Integer,
+    /// A bare word such as `TOKEN`.
+    PureToken,
+    /// Exactly one of the sub-arguments.
+    OneOf,
+    /// The sub-arguments in sequence, after the argument's token.
+    Block,
+}
+
+#[derive(Debug)]
+pub struct Arg {
+    pub name: &'static str,
+    pub kind: ArgKind,
+    pub token: Option<&'static str>,
+    pub optional: bool,
+    pub subargs: &'static [Arg],
+}
+
+/// What a command does with its key, as key-spec flags (`REDISMODULE_CMD_KEY_*`). Redis' ACL
+/// asks read permission for ACCESS and write permission for INSERT, UPDATE or DELETE, so these
+/// are what a user needs on the lock key; the derived keys are listed in `crate::core::access`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyAccess {
+    /// `RO ACCESS`: reads what it replies (`LOCK.INFO`).
+    Read,
+    /// `RW ACCESS UPDATE`: reads the holds and the TTL (replied when refused) and changes
+    /// them (acquire, unlock).
+    ReadUpdate,
+    /// `RW UPDATE`: moves the expiry of a lock the owner holds (renew).
+    Update,
+    /// `RM DELETE`: deletes the key whatever it holds (force unlock).
+    Delete,
+    /// `RW ACCESS DELETE`: deletes the key if it is in the mode given (`RWLOCK.FORCEUNLOCK`).
+    ReadDelete,
+    /// `RO`: only the key's type is checked (`FAIRLOCK.CANCEL` changes the queue, not the lock).
+    TypeOnly,
+}
+
+#[derive(Debug)]
+pub struct Command {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// As Redis counts it: the command name included, negative for "at least".
+    pub arity: i32,
+    pub key: KeyAccess,
+    /// ACL categories (Redis 7.2+ and Valkey, where a module sets them; Redis 7.0 gives module
+    /// commands none). As Redis' own: `write` or `read`, `fast` or `slow`, and `blocking` where
+    /// `BLOCK` is accepted.
+    pub acl: &'static str,
+    pub args: &'static [Arg],
+}
 
 static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
     version: 1,
@@ -93,7 +152,7 @@ fn key_flags(access: KeyAccess) -> u64 {
 
 /// Sets the metadata of `cmd` if a command of that name is registered. Returns false only
 /// when Redis rejects the metadata (it logs why).
-pub fn apply(ctx: &redis_module::Context, cmd: &Command) -> bool {
+pub fn apply(ctx: &redis_module::Context, cmd: &Command, since: &str) -> bool {
     let Ok(name) = CString::new(cmd.name) else { return false };
     // SAFETY: OnLoad context; the name is NUL-terminated. Null when the command is not
     // registered (yet): its row then waits for the command table that adds it.
@@ -114,7 +173,7 @@ pub fn apply(ctx: &redis_module::Context, cmd: &Command) -> bool {
         version: &VERSION,
         summary: built.c(cmd.summary),
         complexity: built.c(cmd.complexity),
-        since: built.c(SINCE),
+        since: built.c(since),
         history: ptr::null_mut(),
         tips: ptr::null(),
         arity: cmd.arity,

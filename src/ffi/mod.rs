@@ -10,6 +10,12 @@
 //! Every API function used here exists in Redis 7.0; [`missing_apis`] checks that at load time,
 //! so the `api!` fallback (a panic, caught by [`dispatch`] and turned into an error reply) is
 //! never reached on a supported server.
+//!
+//! The ground floor: it imports no module of the crate but `core` (its plain types: `Reply`,
+//! `LockError`, the config values). Where Redis calls the module back (the command filter,
+//! timers, key-space and server events, blocked clients, `INFO`, config sets, a rewritten
+//! call's dispatch), the layer that owns the reaction hands its function in at load, through
+//! a hook struct, a function pointer or a trait; nothing here names a higher module.
 
 // `api!` reads a static inside its own `unsafe`, which nests in callers' unsafe blocks.
 #![allow(unused_unsafe)]
@@ -37,10 +43,18 @@ macro_rules! api {
     };
 }
 
-// Declared after `api!` so the macro is in scope there.
+/// An optional module API function (`None` on a server without it).
+macro_rules! opt {
+    ($name:ident) => {
+        // SAFETY: Redis writes these pointers once, in RedisModule_Init, before any other code
+        // of the module runs; afterwards they are only read.
+        unsafe { raw::$name }
+    };
+}
+
+// Declared after `api!` and `opt!` so the macros are in scope there.
 mod api;
 mod args;
-mod command;
 mod context;
 mod keys;
 mod keys_collections;
@@ -49,11 +63,14 @@ mod replicate;
 mod reply;
 
 pub mod acl;
+pub mod alloc;
 pub mod blocked;
+pub mod call;
+pub mod command;
 pub mod config;
 pub mod events;
 pub mod filter;
-mod filter_probe;
+pub mod info;
 pub mod latency;
 pub mod lookup;
 pub mod memory;
@@ -61,17 +78,12 @@ pub mod metadata;
 pub mod modified;
 pub mod pause;
 pub mod script_cache;
-pub mod server;
 pub mod shared;
 pub mod timers;
-pub mod wake_ups;
-mod watch_filter;
 
 pub(crate) use api::api_missing;
 pub use api::{missing_apis, NEEDED_APIS};
 pub use args::{Args, NotAnInteger, RStr, StrRef};
-// For the other files here, which read module strings directly.
-use args::str_bytes;
 pub use command::{create_command, dispatch, CommandFn, Handler};
 pub use context::Ctx;
 pub use keys::{Key, KeyKind};

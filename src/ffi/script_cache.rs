@@ -1,6 +1,6 @@
-//! Asking the server's script cache about Redisson's scripts (`crate::redisson::cache`): at
-//! load, and from a rewritten call whose script is not known to be there. A command filter
-//! may not call into Redis; a command (and `OnLoad`) may.
+//! Asking the server about its script cache (`SCRIPT EXISTS`, `INFO` fields, whether `SCRIPT`
+//! is renamed), for `crate::redisson::cache`. A command filter may not call into Redis; a
+//! command (and `OnLoad`) may.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
@@ -9,14 +9,12 @@ use std::ptr::null_mut;
 use redis_module::raw;
 
 use super::{Ctx, RawStr};
-use crate::redisson::cache;
-use crate::redisson::table::ROWS;
 
 const REPLY_ARRAY: c_int = raw::REDISMODULE_REPLY_ARRAY as c_int;
 const REPLY_INTEGER: c_int = raw::REDISMODULE_REPLY_INTEGER as c_int;
 
 /// `SCRIPT EXISTS` of `shas`: one answer per SHA1, or `None` if the call failed.
-fn exists(ctx: &Ctx, shas: &[&str]) -> Option<Vec<bool>> {
+pub fn exists(ctx: &Ctx, shas: &[&str]) -> Option<Vec<bool>> {
     let mut v: Vec<RawStr> = shas
         .iter()
         // SAFETY: a NULL context is allowed (freed below); Redis copies the bytes.
@@ -58,7 +56,7 @@ fn exists(ctx: &Ctx, shas: &[&str]) -> Option<Vec<bool>> {
 }
 
 /// An unsigned field of an `INFO` section, or `None` if the server has no such field.
-fn info_field(ctx: &Ctx, section: &str, field: &str) -> Option<u64> {
+pub fn info_field(ctx: &Ctx, section: &str, field: &str) -> Option<u64> {
     let (Ok(section), Ok(field)) = (CString::new(section), CString::new(field)) else { return None };
     let (Some(get), Some(get_field), Some(free)) = (
         // SAFETY: read-only access to pointers Redis wrote during RedisModule_Init.
@@ -82,7 +80,7 @@ fn info_field(ctx: &Ctx, section: &str, field: &str) -> Option<u64> {
 }
 
 /// True if `SCRIPT` runs under its own name: the filter knows a flush by its name.
-fn script_named(ctx: &Ctx) -> bool {
+pub fn script_named(ctx: &Ctx) -> bool {
     // SAFETY: live context; "cc" takes two NUL-terminated strings; the reply is read before
     // it is freed here.
     unsafe {
@@ -104,48 +102,4 @@ fn script_named(ctx: &Ctx) -> bool {
         api!(RedisModule_FreeCallReply)(reply);
         named
     }
-}
-
-/// Module load (`OnLoad`: at server start, or `MODULE LOAD` after scripts were loaded): asks
-/// the cache about every script once.
-pub fn init(ctx: &Ctx) {
-    let named = script_named(ctx);
-    let evicts = info_field(ctx, "stats", "evicted_scripts").is_some();
-    cache::reset(named, evicts);
-    if !named {
-        super::log(
-            c"notice",
-            "lockmod: SCRIPT is renamed, so the script cache cannot be followed: Redisson's scripts run as Lua",
-        );
-        return;
-    }
-    learn_all(ctx);
-}
-
-/// Asks the cache about every row (and its size where the server evicts).
-pub fn learn_all(ctx: &Ctx) {
-    let shas: Vec<&str> = ROWS.iter().map(|r| r.sha).collect();
-    if let Some(answers) = exists(ctx, &shas) {
-        answers.into_iter().enumerate().for_each(|(row, a)| cache::learned(row, a));
-    }
-    learn_size(ctx);
-}
-
-fn learn_size(ctx: &Ctx) {
-    if cache::budget_unknown() {
-        if let Some(n) = info_field(ctx, "memory", "number_of_cached_scripts") {
-            cache::learned_size(n);
-        }
-    }
-}
-
-/// Whether row `row`'s script is in the cache now (`None`: could not ask). Remembered unless
-/// inside a transaction, where a change queued before this call may run after it.
-pub fn holds(ctx: &Ctx, row: usize) -> Option<bool> {
-    let in_cache = *exists(ctx, &[ROWS.get(row)?.sha])?.first()?;
-    if ctx.flags() & u64::from(raw::REDISMODULE_CTX_FLAGS_MULTI) == 0 {
-        cache::learned(row, in_cache);
-        learn_size(ctx);
-    }
-    Some(in_cache)
 }

@@ -74,6 +74,29 @@ impl Ctx {
     }
 }
 
+impl Ctx {
+    /// Runs `f` once, `ms` from now: for a quick probe, not reported to the latency monitor
+    /// (a panic in `f` is logged, never unwound into Redis).
+    pub fn create_plain_timer(&self, ms: i64, f: fn(&Ctx)) {
+        let data = Box::into_raw(Box::new(f)) as *mut c_void;
+        // SAFETY: a live module context; ownership of `data` (a `Box<fn(&Ctx)>`) passes to the
+        // timer, and `on_plain_timer` takes it back. Redis refuses to unload the module while
+        // the timer is armed.
+        unsafe { api!(RedisModule_CreateTimer)(self.0, ms.max(0), Some(on_plain_timer), data) };
+    }
+}
+
+extern "C" fn on_plain_timer(ctx: RawCtx, data: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: `data` is the `Box<fn(&Ctx)>` leaked by `create_plain_timer`; a fired timer's
+    // data comes back exactly once, here.
+    let f = *unsafe { Box::from_raw(data as *mut fn(&Ctx)) };
+    let ctx = Ctx(ctx);
+    guarded("a timer", (), || f(&ctx));
+}
+
 extern "C" fn on_timer<T: Timer>(ctx: RawCtx, data: *mut c_void) {
     if data.is_null() {
         return;

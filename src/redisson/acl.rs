@@ -8,7 +8,7 @@
 
 use super::rewrite::Env;
 use super::table::Kind;
-use crate::names;
+use crate::core::names;
 
 /// The key or channel an inner command is checked on.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,11 +10,12 @@
 
 use super::rewrite::{Native, MAX_MS};
 use super::table::{FairVersion, Kind};
+use crate::core::names;
 use crate::core::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
 use crate::core::{kinds, parse_i64, LockError, Reply, Result, Store};
+use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, Handler};
-use crate::{names, stats};
 
 /// What a rewritten call comes to.
 pub enum Outcome {

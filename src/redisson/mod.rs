@@ -11,13 +11,26 @@
 //! before anything was written ([`reverse`] rebuilds its KEYS and ARGV). [`stats`] counts
 //! what happened, for `INFO lockmod`, [`unknown`] spots scripts that look like Redisson's but
 //! are not in the table, [`acl`] lists the commands a script runs, for the ACL check, and
-//! [`cache`] tracks which of the scripts the server's script cache holds (`NOSCRIPT`).
+//! [`cache`] tracks which of the scripts the server's script cache holds (`NOSCRIPT`,
+//! asked by [`cache_probe`]).
+//!
+//! The filter's part: [`filter`] rewrites a call, [`strings`] holds what it needs (made at
+//! load), [`dispatch`] runs a rewritten call when its command is dispatched, [`learn`] notes
+//! what may change the script cache. The filter itself is `ffi::filter`; the ACL check of a
+//! rewritten call is `acl::script`.
+//!
+//! May import: blocking, effects, acl, ffi, core. Imported by server.
 
 pub mod acl;
 pub mod cache;
+pub mod cache_probe;
+pub mod dispatch;
 pub mod exec;
+pub mod filter;
+pub mod learn;
 pub mod reverse;
 pub mod rewrite;
 pub mod stats;
+pub mod strings;
 pub mod table;
 pub mod unknown;

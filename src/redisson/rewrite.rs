@@ -8,9 +8,9 @@
 //! publishes (`lockmod.pubsub`). Anything else: `None`, and the script runs as sent.
 
 use super::table::{Kind, Publish};
+use crate::core::names;
 use crate::core::parse_i64;
 use crate::core::rwlock::Side;
-use crate::names;
 
 /// The native command a script becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Scripts not in the table that look like Redisson's lock scripts, counted in `INFO lockmod`
 //! so an operator sees a Redisson release whose scripts the module does not know.
 
-use crate::names;
+use crate::core::names;
 
 /// A Redisson lock name, `<uuid>:<thread id>` (the client's UUID), or its `:write` field.
 fn is_lock_name(b: &[u8]) -> bool {

@@ -16,7 +16,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 
-use crate::access::{grants_every_command, grants_everything};
+use super::rules::{grants_every_command, grants_everything};
+use super::tracked::{tracked, MAX_REMEMBERED};
 use crate::ffi::acl::{self, User};
 use crate::ffi::Ctx;
 
@@ -71,9 +72,9 @@ pub fn learn(ctx: &Ctx) {
     if STATE.load(Relaxed) != UNKNOWN {
         return;
     }
-    let open = crate::caller::tracked()
+    let open = tracked()
         && acl::user_names(ctx).is_some_and(|names| {
-            names.len() <= crate::caller::MAX_REMEMBERED
+            names.len() <= MAX_REMEMBERED
                 && names.iter().all(|n| {
                     let name = ctx.string(n);
                     User::find(ctx, name.as_ref())

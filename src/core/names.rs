@@ -4,6 +4,12 @@
 //! wrapping the lock name in braces, unless the name already carries a hash tag (any `{`), in
 //! which case the name is used as it is and its own tag decides the slot.
 
+/// The read-write lock's hash field that holds the mode; an owner may not be called that.
+pub const MODE: &[u8] = b"mode";
+/// The values of [`MODE`].
+pub const READ: &[u8] = b"read";
+pub const WRITE: &[u8] = b"write";
+
 /// `prefix:{name}`, or `prefix:name` when `name` already contains `{`.
 pub fn prefix(prefix: &str, name: &[u8]) -> Vec<u8> {
     let tagged = name.contains(&b'{');

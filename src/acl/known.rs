@@ -4,11 +4,14 @@
 //! `LOAD`, and the `EXEC` that may run a queued one.
 
 use std::cell::RefCell;
+use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU8};
 
 use redis_module::raw;
 
+use super::all_users;
+use super::rules::grants_everything;
+use super::tracked::{tracked, MAX_REMEMBERED};
 use crate::ffi::acl::{self, User};
 use crate::ffi::Ctx;
 
@@ -22,7 +25,7 @@ pub(super) fn all_open(ctx: &Ctx) -> bool {
     }
     // Inside MULTI/EXEC the transaction may change the ACL after this very command; where
     // the filter cannot see ACL changes, nothing may be known for longer than a command.
-    if in_transaction(ctx) || !TRACKED.load(Relaxed) {
+    if in_transaction(ctx) || !tracked() {
         return false;
     }
     let open = acl::user_names(ctx).is_some_and(|names| {
@@ -31,7 +34,7 @@ pub(super) fn all_open(ctx: &Ctx) -> bool {
                 let name = ctx.string(n);
                 User::find(ctx, name.as_ref())
                     .and_then(|u| u.description())
-                    .is_some_and(|d| crate::access::grants_everything(d.bytes()))
+                    .is_some_and(|d| grants_everything(d.bytes()))
             })
     });
     ALL_OPEN.store(if open { OPEN } else { RESTRICTED }, Relaxed);
@@ -50,20 +53,6 @@ fn in_transaction(ctx: &Ctx) -> bool {
     ctx.flags() & raw::REDISMODULE_CTX_FLAGS_MULTI as u64 != 0
 }
 
-/// False when `ACL` or `EXEC` is renamed (`rename-command`): the filter, which knows them by
-/// name, would miss ACL changes, so nothing is remembered.
-static TRACKED: AtomicBool = AtomicBool::new(true);
-
-/// Called at load: whether ACL changes can be seen by the command filter.
-pub fn set_tracked(tracked: bool) {
-    TRACKED.store(tracked, Relaxed);
-}
-
-/// Whether ACL changes can be seen by the command filter.
-pub fn tracked() -> bool {
-    TRACKED.load(Relaxed)
-}
-
 /// What is known of the ACL, until it may have changed (with [`ALL_OPEN`]).
 #[derive(Default)]
 struct Verdicts {
@@ -76,9 +65,6 @@ struct Verdicts {
     queued: Vec<u64>,
 }
 
-/// Users (and clients with a queued ACL change) remembered at most: a server has a handful.
-pub(crate) const MAX_REMEMBERED: usize = 64;
-
 impl Verdicts {
     fn is_open(&self, name: &[u8]) -> bool {
         self.open.iter().any(|n| n == name)
@@ -86,7 +72,7 @@ impl Verdicts {
 
     fn forget(&mut self) {
         ALL_OPEN.store(UNKNOWN, Relaxed);
-        crate::all_users::forget();
+        all_users::forget();
         self.open.clear();
     }
 }
@@ -102,7 +88,7 @@ thread_local! {
 }
 
 pub(super) fn remember(ctx: &Ctx, name: &[u8]) {
-    if in_transaction(ctx) || !TRACKED.load(Relaxed) {
+    if in_transaction(ctx) || !tracked() {
         return;
     }
     VERDICTS.with(|v| {
@@ -161,7 +147,7 @@ pub fn on_command(name: &[u8], sub: Option<&[u8]>, client: impl FnOnce() -> Opti
 /// Forgets everything (module load: the ACL may have changed while unloaded).
 pub fn forget_all() {
     ALL_OPEN.store(UNKNOWN, Relaxed);
-    crate::all_users::reset();
+    all_users::reset();
     VERDICTS.with(|v| *v.borrow_mut() = Verdicts::default());
 }
 
@@ -179,12 +165,12 @@ mod tests {
             v.open.push(name.to_vec());
         });
         ALL_OPEN.store(OPEN, Relaxed);
-        crate::all_users::assume_open();
+        all_users::assume_open();
     }
 
     /// Open, and every user known to be unrestricted too (`crate::all_users`, forgotten with it).
     fn open_everywhere(name: &[u8]) -> bool {
-        let everyone = crate::all_users::known() == Some(true);
+        let everyone = all_users::known() == Some(true);
         assert_eq!(open(name), everyone, "the two are forgotten together");
         everyone
     }
@@ -200,7 +186,7 @@ mod tests {
         assert!(open_everywhere(b"default"), "no change seen yet");
         on_command(b"acl", Some(b"SETUSER"), || Some((1, false)));
         assert!(!open_everywhere(b"default"));
-        assert_eq!(crate::all_users::known(), None);
+        assert_eq!(all_users::known(), None);
         remembered(b"default");
         on_command(b"acl", Some(b"deluser"), || Some((7, true)));
         remembered(b"default");
@@ -222,7 +208,7 @@ mod tests {
             on_command(b"exec", None, || None);
             assert!(!open_everywhere(b"default"));
             assert_eq!(ALL_OPEN.load(Relaxed), UNKNOWN);
-            assert_eq!(crate::all_users::known(), None);
+            assert_eq!(all_users::known(), None);
         }
     }
 }

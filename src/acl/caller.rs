@@ -1,5 +1,5 @@
 //! Who a command runs for, and the checks of what that user's ACL lets it touch beyond the
-//! lock key (the derived keys and channels of `crate::access`).
+//! lock key (the derived keys and channels of `crate::core::access`).
 //!
 //! Each store carries an [`Access`]: the command's caller, looked up at the first check (a
 //! command that touches only its lock key never asks), the user a parked client ran as (for
@@ -20,16 +20,13 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use redis_module::raw;
 
-use crate::access::{KeyUse, Need};
+use crate::core::access::{KeyUse, Need};
 use crate::core::{Denied, LockError, Result};
 use crate::ffi::acl::{self, User};
 use crate::ffi::{Ctx, RStr};
 
-mod known;
-
-pub(crate) use known::MAX_REMEMBERED;
-use known::{all_open, remember, ALL_OPEN, OPEN};
-pub use known::{forget_all, on_command, set_tracked, tracked};
+use super::known::{all_open, known_open, remember, ALL_OPEN, OPEN};
+use super::rules::grants_everything;
 
 /// The identity a parked client keeps for its grant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,7 +185,7 @@ fn key_flags(how: KeyUse) -> u32 {
 }
 /// Looks the user up: open if it grants everything (remembered), checked otherwise.
 fn judge(ctx: &Ctx, name: Name) -> State {
-    if known::known_open(name.bytes()) {
+    if known_open(name.bytes()) {
         return State::Open(Some(name));
     }
     let kept;
@@ -201,7 +198,7 @@ fn judge(ctx: &Ctx, name: Name) -> State {
     };
     let Some(user) = User::find(ctx, s) else { return State::Gone(name.bytes().to_vec()) };
     // Without the description (Redis before 7.0.8) every name is checked: correct, slower.
-    if user.description().is_some_and(|d| crate::access::grants_everything(d.bytes())) {
+    if user.description().is_some_and(|d| grants_everything(d.bytes())) {
         remember(ctx, name.bytes());
         return State::Open(Some(name));
     }

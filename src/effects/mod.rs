@@ -7,25 +7,33 @@
 //! deterministic command to the replication stream and the AOF. Expiries are always
 //! propagated as absolute times (`PEXPIREAT`, `SET ... PXAT`), computed from one clock reading
 //! per command, so a replica or an AOF replay never recomputes time.
+//!
+//! Also here, because every write passes: the counters of `INFO lockmod` and the leases granted
+//! and still held (`stats`), and how a write reaches clients parked on its key (`served`: the
+//! wake-up path above hands its reaction in at load).
+//!
+//! May import: watch, acl, ffi, core. Imported by blocking, redisson, commands, server.
 
 use std::ffi::CStr;
 
 use redis_module::raw;
 
-use crate::blocking::ServedBy;
-use crate::caller::{Access, Who};
+use crate::acl::{Access, Who};
 use crate::core::{LockError, Result};
 use crate::ffi::shared::{shared, shared_int};
 use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};
-use crate::hold_index;
+use crate::watch::hold_index;
 
 mod collections;
 mod keys;
 mod read_holds;
+pub mod served;
+pub mod stats;
 // The `Store` operations themselves.
 mod store;
 
 use keys::{Name, OpenKey, OpenKeys};
+pub use served::ServedBy;
 
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
@@ -230,15 +238,13 @@ impl<'a> RedisStore<'a> {
         if crate::watch::active() {
             hold_index::on_write(self.db, name.bytes());
         }
-        if crate::blocking::any_parked() {
-            crate::blocking::changed(&self.ctx, Some(self.db), name.bytes(), self.served_by);
-        }
+        served::changed(&self.ctx, Some(self.db), name.bytes(), self.served_by);
         self.ctx.notify(class, event, name);
     }
 
     /// `notify` of a `del`: the key is also no longer a granted lock.
     fn notify_del(&self, name: StrRef) {
-        crate::stats::on_key_event(b"del", self.db, name.bytes());
+        stats::on_key_event(b"del", self.db, name.bytes());
         self.notify(GENERIC, c"del", name);
     }
 }

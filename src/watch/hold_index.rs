@@ -19,8 +19,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 
+use super::names as watched;
 use crate::core::hold_expiries::HoldExpiries;
-use crate::names;
+use crate::core::names;
 
 /// At most this many holds are indexed over all locks (about 40 bytes each).
 pub const MAX_POSITIONS: usize = 250_000;
@@ -80,7 +81,7 @@ fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
         let any = !r.locks.values().all(HashMap::is_empty);
         if any != ANY.load(Relaxed) {
             ANY.store(any, Relaxed);
-            crate::watch::set_indexed(any);
+            watched::set_indexed(any);
         }
         Some(out)
     })
@@ -90,8 +91,8 @@ impl Registry {
     /// Forgets every entry, and the filter's interest in their names.
     fn reset(&mut self) {
         for key in self.locks.values().flat_map(HashMap::keys) {
-            crate::watch::remove(key);
-            crate::watch::remove_root(root_first(key));
+            watched::remove(key);
+            watched::remove_root(root_first(key));
         }
         *self = Registry::default();
     }
@@ -102,8 +103,8 @@ impl Registry {
 
     fn remove(&mut self, db: i32, key: &[u8]) {
         let Some(h) = self.locks.get_mut(&db).and_then(|m| m.remove(key)) else { return };
-        crate::watch::remove(key);
-        crate::watch::remove_root(root_first(key));
+        watched::remove(key);
+        watched::remove_root(root_first(key));
         self.positions = self.positions.saturating_sub(h.positions());
         let root = names::suffix(key, b"");
         if let Some(roots) = self.roots.get_mut(&db) {
@@ -196,8 +197,8 @@ pub fn insert(db: i32, key: &[u8], holds: HoldExpiries, now: i64) {
         }
         r.positions += n;
         r.locks.entry(db).or_default().insert(key.to_vec(), holds);
-        crate::watch::add(key);
-        crate::watch::add_root(root_first(key));
+        watched::add(key);
+        watched::add_root(root_first(key));
         r.roots.entry(db).or_default().entry(names::suffix(key, b"")).or_default().push(key.to_vec());
     });
 }
@@ -266,7 +267,7 @@ pub fn on_key_gone(db: i32, event: &[u8], key: &[u8]) {
 }
 
 fn drop_stale(db: Option<i32>, key: &[u8], timeout_keys_too: bool) {
-    let timeout_key = timeout_keys_too && crate::watch::looks_like_timeout_key(key);
+    let timeout_key = timeout_keys_too && watched::looks_like_timeout_key(key);
     let applied = with(|r| {
         let dbs: Vec<i32> = match db {
             Some(d) => vec![d],

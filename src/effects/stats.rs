@@ -1,4 +1,5 @@
-//! Counters since start (or the last `CONFIG RESETSTAT`), shown by `INFO lockmod`.
+//! Counters since start (or the last `CONFIG RESETSTAT`), shown by `INFO lockmod`
+//! (`crate::server::info` assembles the section), and the leases granted and still held.
 //!
 //! Plain relaxed atomics: Redis calls the module from its main thread, and a counter costs one
 //! uncontended add on the hot path.
@@ -8,7 +9,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use foldhash::fast::RandomState;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 pub struct Counter(AtomicU64);
 
@@ -57,8 +58,6 @@ pub static EXPIRED_HELD: Counter = Counter::new();
 /// Times a change armed the 0 ms timer that serves locks with parked clients (a release by the
 /// module's own command serves in the command and arms none).
 pub static SERVE_TIMERS: Counter = Counter::new();
-/// Bytes the module has allocated and not freed (maintained by the allocator).
-pub static MEMORY: AtomicI64 = AtomicI64::new(0);
 
 /// Every counter, for `CONFIG RESETSTAT`.
 const ALL: &[&Counter] = &[
@@ -76,37 +75,11 @@ const ALL: &[&Counter] = &[
     &SERVE_TIMERS,
 ];
 
+/// `CONFIG RESETSTAT`: every counter back to 0.
 pub fn reset() {
     for c in ALL {
         c.0.store(0, Relaxed);
     }
-    crate::redisson::stats::reset();
-}
-
-/// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).
-pub fn info_fields(parked_now: u64) -> Vec<(&'static str, i64)> {
-    let g = |c: &Counter| c.get() as i64;
-    let mut fields = vec![
-        ("acquired", g(&ACQUIRED)),
-        ("refused", g(&REFUSED)),
-        ("reentries", g(&REENTRIES)),
-        ("released", g(&RELEASED)),
-        ("forced", g(&FORCED)),
-        ("renewed", g(&RENEWED)),
-        ("blocked_now", parked_now as i64),
-        ("blocked_total", g(&PARKED)),
-        ("handoffs", g(&HANDOFFS)),
-        ("block_timeouts", g(&TIMEOUTS)),
-        ("block_disconnects", g(&DISCONNECTS)),
-        ("expired_while_held", g(&EXPIRED_HELD)),
-        ("serve_timers", g(&SERVE_TIMERS)),
-        ("memory_bytes", MEMORY.load(Relaxed)),
-        ("indexed_read_holds", crate::hold_index::positions() as i64),
-        ("watched_names", crate::watch::watched() as i64),
-        ("command_filter", i64::from(crate::watch::active())),
-    ];
-    fields.extend(crate::redisson::stats::info_fields());
-    fields
 }
 
 // -- Leases that expire while held ------------------------------------------------------------

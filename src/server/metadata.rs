@@ -4,67 +4,10 @@
 //! `ffi::metadata` looks each command up by name and skips the rows of commands that do not
 //! exist, so a command table added later picks up its row by registering the name.
 
-/// What an argument is, as `COMMAND DOCS` shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArgKind {
-    /// The lock key (key spec 0).
-    Key,
-    String,
-    Integer,
-    /// A bare word such as `TOKEN`.
-    PureToken,
-    /// Exactly one of the sub-arguments.
-    OneOf,
-    /// The sub-arguments in sequence, after the argument's token.
-    Block,
-}
-
-#[derive(Debug)]
-pub struct Arg {
-    pub name: &'static str,
-    pub kind: ArgKind,
-    pub token: Option<&'static str>,
-    pub optional: bool,
-    pub subargs: &'static [Arg],
-}
-
-/// What a command does with its key, as key-spec flags (`REDISMODULE_CMD_KEY_*`). Redis' ACL
-/// asks read permission for ACCESS and write permission for INSERT, UPDATE or DELETE, so these
-/// are what a user needs on the lock key; the derived keys are listed in `crate::access`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyAccess {
-    /// `RO ACCESS`: reads what it replies (`LOCK.INFO`).
-    Read,
-    /// `RW ACCESS UPDATE`: reads the holds and the TTL (replied when refused) and changes
-    /// them (acquire, unlock).
-    ReadUpdate,
-    /// `RW UPDATE`: moves the expiry of a lock the owner holds (renew).
-    Update,
-    /// `RM DELETE`: deletes the key whatever it holds (force unlock).
-    Delete,
-    /// `RW ACCESS DELETE`: deletes the key if it is in the mode given (`RWLOCK.FORCEUNLOCK`).
-    ReadDelete,
-    /// `RO`: only the key's type is checked (`FAIRLOCK.CANCEL` changes the queue, not the lock).
-    TypeOnly,
-}
-
-#[derive(Debug)]
-pub struct Command {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub complexity: &'static str,
-    /// As Redis counts it: the command name included, negative for "at least".
-    pub arity: i32,
-    pub key: KeyAccess,
-    /// ACL categories (Redis 7.2+ and Valkey, where a module sets them; Redis 7.0 gives module
-    /// commands none). As Redis' own: `write` or `read`, `fast` or `slow`, and `blocking` where
-    /// `BLOCK` is accepted.
-    pub acl: &'static str,
-    pub args: &'static [Arg],
-}
+use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
 
 /// `COMMAND DOCS` "since": every command so far came with the first release.
-pub const SINCE: &str = crate::version::FIRST_RELEASE;
+pub const SINCE: &str = crate::server::version::FIRST_RELEASE;
 
 const fn arg(name: &'static str, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, subargs: &[] }

@@ -27,19 +27,22 @@
 //! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
 //! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
 //!
-//! Files: `request` (what a client asks, one try at it), `serve` (parking, granting, the
-//! expiry and pending timers), `registry` (who is parked where), `callbacks` (timeouts,
-//! disconnects, flushes, demotion), `changes` and `poll` (noticing changes), `timers` (what a
-//! timer does when it fires), `fair_waiters`, `priority`, `paused`, `waiters`.
+//! Files, from the top: `acquire` (an acquire command's way through), `park` (parking a
+//! client), `callbacks` (timeouts, disconnects, flushes, demotion), `changes` (noticing
+//! changes reported by name), `timers` (what a timer does when it fires), `fair_waiters`
+//! (keeping parked fair waiters' places), `serve` (granting, the expiry and pending timers),
+//! `poll` (noticing changes nothing reports), `priority`, `fair_queue`, `paused`, `request`
+//! (what a client asks, one try at it), `registry` (who is parked where), `waiters`, `waiter`
+//! (the types). No file imports one above it.
+//!
+//! May import: effects, acl, ffi, core. Imported by redisson, commands, server.
 
-use crate::core::{Reply, Result};
-use crate::effects::RedisStore;
-use crate::ffi::{Args, Ctx};
-use crate::stats;
-
+mod acquire;
 mod callbacks;
 mod changes;
+mod fair_queue;
 mod fair_waiters;
+mod park;
 mod paused;
 pub mod poll;
 mod priority;
@@ -47,48 +50,16 @@ mod registry;
 mod request;
 mod serve;
 mod timers;
+mod waiter;
 mod waiters;
 
 pub use crate::core::rwlock::Writers;
-pub use callbacks::{register, DEMOTED};
-pub use changes::{any_parked, changed, ServedBy};
+pub use crate::effects::served::{any_parked, ServedBy};
+pub use acquire::acquire;
+pub use callbacks::{on_demoted, on_flush, register, DEMOTED};
+pub use changes::{changed, name_changed, on_key_gone, recheck_all};
+pub use park::park;
 pub use priority::writer_waits;
 pub use registry::{parked_now, parked_on};
 pub use request::{attempt, Attempt, Request};
-pub use serve::{park, serve_now};
-
-// For the submodules, which name these as `super::...`.
-use registry::{with, LockId, Registry, Waiter};
-use request::attempt_as;
-use serve::{queue, serve};
-use timers::{TimerData, TimerId};
-use waiters::Waiters;
-
-/// An acquire command: granted now if it can be, else parked when `block` is given (the
-/// timeout in ms, 0 = no limit), else the refusal.
-/// `owner` is the command's own argument (`req` borrows it; a client that parks keeps a copy).
-pub fn acquire(
-    ctx: &Ctx,
-    args: &Args,
-    key: &[u8],
-    owner: &[u8],
-    req: Request<&[u8]>,
-    block: Option<i64>,
-) -> Result<Reply> {
-    let writers = priority::writers_ahead(ctx, key, &req);
-    let mut store = RedisStore::new(ctx, args);
-    let outcome = attempt_as(&mut store, key, owner, &req, writers).map_err(|e| e.in_command(req.command()));
-    drop(store);
-    // A fair acquire may have purged or joined the queue of a lock others are parked on.
-    serve_now(ctx);
-    match (outcome?, block) {
-        (Attempt::Granted(reply), _) => Ok(reply),
-        (Attempt::Refused(reply), block) => {
-            stats::REFUSED.inc();
-            match block {
-                Some(ms) => park(ctx, key, req.to_owned(), ms, reply),
-                None => Ok(reply),
-            }
-        }
-    }
-}
+pub use serve::serve_now;

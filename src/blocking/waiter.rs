@@ -1,0 +1,44 @@
+//! What the registry (`super::registry`) and a lock's queue (`super::waiters`) hold: a parked
+//! client, the lock it waits for, and the timers armed for them (what each does when it
+//! fires is `super::timers`).
+
+use super::request::Request;
+use crate::acl::Who;
+use crate::ffi::blocked::BlockedClient;
+
+/// The registry's hash maps. Every hand-off looks locks up by name several times (waiters,
+/// parked names, expiry timers, the poll's signatures): foldhash, seeded per process, costs a
+/// fraction of the standard SipHash on these short keys.
+pub(super) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A lock: its database and key.
+pub(super) type LockId = (i32, Vec<u8>);
+
+pub(super) struct Waiter {
+    pub(super) client: u64,
+    pub(super) bc: BlockedClient,
+    pub(super) req: Request,
+    /// The user it ran as: its grant is checked against that user's ACL.
+    pub(super) who: Who,
+    /// When it parked (ms), for `LOCK.INFO`.
+    pub(super) since: i64,
+}
+
+/// A timer of the wake-up path, as `Ctx::create_timer` returns it.
+pub type TimerId = crate::ffi::timers::TimerId<TimerData>;
+
+/// Why a timer was armed.
+pub enum TimerData {
+    /// Serve every lock in `pending`.
+    Pending,
+    /// The lease of a lock with parked clients runs out now.
+    Expiry { db: i32, key: Vec<u8> },
+    /// Keep parked fair waiters' queue places alive, and serve their locks.
+    FairTick,
+    /// Take fair waiters that gave up out of their queues.
+    FairCancels,
+    /// Look for changes by others to locks with parked clients (`poll`).
+    Poll,
+    /// Writes were paused: run what waited, if they may run now (`paused`).
+    Resume,
+}

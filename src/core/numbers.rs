@@ -1,0 +1,79 @@
+//! Numbers as Redis reads and checks them: decimal parsing, and the deadline and count
+//! checks every command makes before its first write.
+
+use super::error::LockError;
+use super::reply::Result;
+
+/// The absolute time `ms` after `now`, or `InvalidExpire` where Redis' `SET ... PX` would
+/// refuse it: past `i64::MAX` ms (what `PEXPIREAT` and `SET ... PXAT` accept), or not after
+/// the epoch. Every deadline a command writes is computed here before its first write, so an
+/// overflow is an error that changes nothing, never a wrapped or saturated expiry.
+pub fn deadline(now: i64, ms: i64) -> Result<i64> {
+    match now.checked_add(ms) {
+        Some(at) if at > 0 => Ok(at),
+        _ => Err(LockError::InvalidExpire("")),
+    }
+}
+
+/// Checks that one more hold (or token) fits: `HINCRBY`'s overflow rule, before any write.
+pub fn incremented(count: i64, by: i64) -> Result<i64> {
+    count.checked_add(by).ok_or(LockError::Overflow)
+}
+
+/// Parses a decimal integer the way Redis does (no spaces, no `+`, no leading zeros).
+/// Every acquire parses its lease with it, so it allocates nothing.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    let (negative, digits) = match b {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() || (digits[0] == b'0' && (digits.len() > 1 || negative)) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(d - b'0');
+        // Accumulated with the sign, so i64::MIN parses and one past it does not.
+        v = v.checked_mul(10)?;
+        v = if negative { v.checked_sub(d)? } else { v.checked_add(d)? };
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::parse_i64;
+
+    /// The canonical form: what `i64::to_string` prints back, and nothing else.
+    #[test]
+    fn integers_parse_only_in_their_canonical_form() {
+        let reference = |s: &str| s.parse::<i64>().ok().filter(|v| v.to_string() == s);
+        for s in [
+            "0",
+            "1",
+            "-1",
+            "30000",
+            "007",
+            "-0",
+            "+5",
+            "",
+            "-",
+            " 1",
+            "1 ",
+            "1a",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "00",
+            "10",
+            "-10",
+        ] {
+            assert_eq!(parse_i64(s.as_bytes()), reference(s), "{s:?}");
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The `INFO lockmod` section: its fields come from the function handed in at load
+//! (`crate::server`), plus what this floor knows itself (the keyspace subscriptions).
+
+use std::os::raw::c_int;
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+
+use redis_module::raw;
+
+/// The section's integer fields, in order (Redis prefixes each with `lockmod_`).
+pub type InfoFields = fn() -> Vec<(&'static str, i64)>;
+
+static FIELDS: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Registers the INFO section, filled by `fields`. False if Redis refused.
+pub fn register(ctx: &redis_module::Context, fields: InfoFields) -> bool {
+    FIELDS.store(fields as *mut (), Relaxed);
+    raw::register_info_function(ctx.ctx, Some(on_info)) == raw::Status::Ok
+}
+
+fn fields() -> Option<InfoFields> {
+    let p = FIELDS.load(Relaxed);
+    // SAFETY: set only by `register`, from a function pointer of type `InfoFields`.
+    (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut (), InfoFields>(p) })
+}
+
+extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let Some(f) = fields() else { return };
+    let Ok(fields) = catch_unwind(f) else { return };
+    // A section named after the module: `INFO lockmod`.
+    if raw::add_info_section(ctx, None) != raw::Status::Ok {
+        return;
+    }
+    for (name, value) in fields {
+        raw::add_info_field_long_long(ctx, name, value);
+    }
+    // What the module subscribes to, so a test (or an operator) can check that ordinary
+    // writes never call into it.
+    let events = std::ffi::CString::new(super::events::keyspace_subscriptions()).unwrap_or_default();
+    // SAFETY: live INFO context; Redis copies both strings.
+    unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"keyspace_subscriptions".as_ptr(), events.as_ptr()) };
+}

@@ -1,0 +1,37 @@
+//! `INFO lockmod`: the section's fields, gathered from the layers that count (`ffi` hands
+//! this to Redis at load), and `CONFIG RESETSTAT` of the counters.
+
+use crate::effects::stats::{self, Counter};
+use crate::{blocking, ffi, redisson, watch};
+
+/// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).
+pub fn info_fields() -> Vec<(&'static str, i64)> {
+    let g = |c: &Counter| c.get() as i64;
+    let mut fields = vec![
+        ("acquired", g(&stats::ACQUIRED)),
+        ("refused", g(&stats::REFUSED)),
+        ("reentries", g(&stats::REENTRIES)),
+        ("released", g(&stats::RELEASED)),
+        ("forced", g(&stats::FORCED)),
+        ("renewed", g(&stats::RENEWED)),
+        ("blocked_now", blocking::parked_now() as i64),
+        ("blocked_total", g(&stats::PARKED)),
+        ("handoffs", g(&stats::HANDOFFS)),
+        ("block_timeouts", g(&stats::TIMEOUTS)),
+        ("block_disconnects", g(&stats::DISCONNECTS)),
+        ("expired_while_held", g(&stats::EXPIRED_HELD)),
+        ("serve_timers", g(&stats::SERVE_TIMERS)),
+        ("memory_bytes", ffi::alloc::held_bytes()),
+        ("indexed_read_holds", watch::hold_index::positions() as i64),
+        ("watched_names", watch::names::watched() as i64),
+        ("command_filter", i64::from(watch::active())),
+    ];
+    fields.extend(redisson::stats::info_fields());
+    fields
+}
+
+/// `CONFIG RESETSTAT`: our counters reset with Redis' own.
+pub fn reset() {
+    stats::reset();
+    redisson::stats::reset();
+}
