@@ -18,6 +18,8 @@ pub mod store;
 
 #[cfg(test)]
 pub mod memory;
+#[cfg(test)]
+pub mod memory_sync;
 
 #[cfg(test)]
 mod access_tests;
