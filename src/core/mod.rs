@@ -12,9 +12,12 @@ pub mod hold_expiries;
 pub mod holds;
 pub mod info;
 pub mod kinds;
+pub mod latch;
 pub mod reentrant;
 pub mod rwlock;
+pub mod semaphore;
 pub mod store;
+pub mod sync_names;
 
 #[cfg(test)]
 pub mod memory;
