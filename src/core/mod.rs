@@ -13,6 +13,7 @@ pub mod holds;
 pub mod info;
 pub mod kinds;
 pub mod latch;
+pub mod permits;
 pub mod reentrant;
 pub mod rwlock;
 pub mod semaphore;
