@@ -11,6 +11,11 @@ pub enum LockError {
     NotInteger,
     /// A time argument that must be positive.
     NotPositive(&'static str),
+    /// A count that must not be negative (a synchronizer's permits or count), naming it.
+    Negative(&'static str),
+    /// A permit id of the expirable semaphore that is not hex (Redisson's ids are 16 bytes,
+    /// written as 32 hex digits).
+    BadPermitId,
     /// A `BLOCK` timeout below 0.
     NegativeTimeout,
     /// A time whose deadline (now + ms, or one derived from the keyspace) would not fit in a
@@ -71,6 +76,8 @@ impl fmt::Display for LockError {
             LockError::WrongArity(cmd) => write!(f, "ERR wrong number of arguments for '{cmd}' command"),
             LockError::NotInteger => f.write_str("ERR value is not an integer or out of range"),
             LockError::NotPositive(what) => write!(f, "ERR {what} must be a positive integer"),
+            LockError::Negative(what) => write!(f, "ERR {what} must be a non-negative integer"),
+            LockError::BadPermitId => f.write_str("ERR permit id must be an even number of hex digits"),
             LockError::NegativeTimeout => {
                 f.write_str("ERR timeout must be a non-negative integer (ms; 0 waits without a limit)")
             }

@@ -13,6 +13,7 @@
 
 pub mod access;
 pub mod config;
+pub mod countdown;
 pub mod error;
 pub mod fair;
 pub mod fencing;
@@ -23,13 +24,18 @@ pub mod kinds;
 pub mod latch;
 pub mod names;
 pub mod numbers;
+pub mod permits;
 pub mod reentrant;
 pub mod reply;
 pub mod rwlock;
+pub mod semaphore;
 pub mod store;
+pub mod sync_names;
 
 #[cfg(test)]
 pub mod memory;
+#[cfg(test)]
+pub mod memory_sync;
 
 #[cfg(test)]
 mod access_tests;

@@ -1,0 +1,56 @@
+//! Redisson's names for the synchronizers' derived keys and channels: the semaphores' channel,
+//! the expirable semaphore's lease zset and the count-down latch's channel.
+//!
+//! The semaphores follow the locks' brace rules (`super::names::prefix` and `suffix`, one
+//! implementation of them): a name that already carries a `{` keeps its own hash tag. The
+//! latch does not: Redisson builds its channel by plain concatenation, always braced, so a
+//! name like `a{b}` gets `redisson_countdownlatch__channel__{a{b}}`. That channel is only ever
+//! published to, and a plain `PUBLISH` has no slot; Redis Cluster with sharded pub/sub
+//! (`SPUBLISH`) would hash it by its first tag (`a{b`), which is not the key's slot.
+
+use super::names;
+
+/// `redisson_sc:{name}`: where both semaphores publish the permits a change made available.
+pub fn semaphore_channel(name: &[u8]) -> Vec<u8> {
+    names::prefix("redisson_sc", name)
+}
+
+/// `{name}:timeout`: the expirable semaphore's zset of leased permit ids -> absolute expiry
+/// (ms), Redisson's `suffixName(name, "timeout")`.
+pub fn permit_timeouts(name: &[u8]) -> Vec<u8> {
+    names::suffix(name, b"timeout")
+}
+
+/// `redisson_countdownlatch__channel__{name}`: the latch's channel, braced whatever the name.
+pub fn latch_channel(name: &[u8]) -> Vec<u8> {
+    const HEAD: &[u8] = b"redisson_countdownlatch__channel__{";
+    let mut c = Vec::with_capacity(HEAD.len() + name.len() + 1);
+    c.extend_from_slice(HEAD);
+    c.extend_from_slice(name);
+    c.push(b'}');
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[rustfmt::skip]
+    const CASES: &[(&str, &str, &str, &str)] = &[
+        // name,     semaphore channel,    permit timeouts,     latch channel
+        ("s",        "redisson_sc:{s}",    "{s}:timeout",       "redisson_countdownlatch__channel__{s}"),
+        ("{s}",      "redisson_sc:{s}",    "{s}:timeout",       "redisson_countdownlatch__channel__{{s}}"),
+        ("a{b}c",    "redisson_sc:a{b}c",  "a{b}c:timeout",     "redisson_countdownlatch__channel__{a{b}c}"),
+        ("",         "redisson_sc:{}",     "{}:timeout",        "redisson_countdownlatch__channel__{}"),
+    ];
+
+    #[test]
+    fn synchronizer_names_follow_redissons_rules() {
+        for (name, channel, timeouts, latch) in CASES {
+            let n = name.as_bytes();
+            assert_eq!(semaphore_channel(n), channel.as_bytes(), "channel of {name:?}");
+            assert_eq!(permit_timeouts(n), timeouts.as_bytes(), "timeouts of {name:?}");
+            assert_eq!(latch_channel(n), latch.as_bytes(), "latch channel of {name:?}");
+        }
+    }
+}
