@@ -162,8 +162,11 @@ fn a_user_denied_the_lease_zset_gets_noperm_and_nothing_is_written() {
     );
 }
 
+/// The permits available, the leases, and both keys' absolute expiry.
+type State = (Option<String>, Vec<(Vec<u8>, f64)>, i64, i64);
+
 /// The state a replica and a reload must reproduce.
-fn state(c: &mut redis::Connection) -> (Option<String>, Vec<(Vec<u8>, f64)>, i64, i64) {
+fn state(c: &mut redis::Connection) -> State {
     (get(c, "p"), leases(c), pexpiretime(c, "p"), pexpiretime(c, Z))
 }
 
