@@ -184,3 +184,22 @@ fn a_waiter_without_block_limit_stays_parked_until_served_and_sync_info_lists_it
     ok(&mut c, &["SEMAPHORE.RELEASE", "s", "2"]);
     assert_eq!(w.join().expect("thread"), Ok(Value::Int(1)));
 }
+
+#[test]
+fn a_lease_ending_while_writes_are_paused_comes_back_when_they_resume() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["PSEMAPHORE.TRYSETPERMITS", "p", "1"]);
+    redis::cmd("PSEMAPHORE.ACQUIRE").arg("p").arg(1).arg(100).query::<Vec<String>>(&mut c).expect("granted");
+    ok(&mut c, &["CLIENT", "PAUSE", "800", "WRITE"]);
+    // Past the lease end, inside the pause: nothing may be written.
+    thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(get(&mut c, "p").as_deref(), Some("0"));
+    assert_eq!(ok(&mut c, &["ZCARD", "{p}:timeout"]), Value::Int(1));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while get(&mut c, "p").as_deref() != Some("1") {
+        assert!(std::time::Instant::now() < deadline, "the permit never came back");
+        thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(ok(&mut c, &["ZCARD", "{p}:timeout"]), Value::Int(0));
+}
