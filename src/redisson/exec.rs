@@ -31,6 +31,11 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
+    if let Kind::Sync(k) = kind {
+        let Some(reply) = super::sync_exec::run(ctx, args, k, native) else { return Outcome::Fallback };
+        super::stats::native(native);
+        return Outcome::Reply(reply);
+    }
     let pre = match check(ctx, args, kind) {
         Ok(Some(pre)) => pre,
         Ok(None) | Err(_) => return Outcome::Fallback,

@@ -53,6 +53,11 @@ pub struct SyncPair {
     /// The `availablePermits` call that reclaims on both sides (see [`SyncPair::settle`]).
     pub settle_with: Option<(String, bool)>,
     pub settled: usize,
+    /// The synchronizer names in play (a `:timeout` zset does not name its semaphore:
+    /// `x` and `{x}` share `{x}:timeout`).
+    pub names: Vec<String>,
+    /// The Lua side's expired permits already given the native timer time to reclaim.
+    waited: BTreeMap<String, Vec<(Vec<u8>, f64)>>,
 }
 
 impl SyncPair {
@@ -88,6 +93,8 @@ impl SyncPair {
             resyncs: 0,
             settle_with: None,
             settled: 0,
+            names: Vec::new(),
+            waited: BTreeMap::new(),
         }
     }
 
@@ -96,18 +103,15 @@ impl SyncPair {
     /// before which nothing expires, if anything will.
     pub fn guard(&mut self, guard: i64) -> Option<i64> {
         loop {
+            // Each lease end that passed is settled before the next one can.
+            self.settle();
             let t = now_ms();
             let (l, n) = (soonest(&mut self.lc, t), soonest(&mut self.nc, t));
             match [l, n].into_iter().flatten().min() {
                 Some(at) if at - t <= guard => {
                     std::thread::sleep(std::time::Duration::from_millis((at - t).max(0) as u64 + 3))
                 }
-                other => {
-                    if self.settle() {
-                        continue;
-                    }
-                    return other;
-                }
+                other => return other,
             }
         }
     }
@@ -118,27 +122,39 @@ impl SyncPair {
     /// ran.
     fn settle(&mut self) -> bool {
         let Some((sha, pubarg)) = self.settle_with.clone() else { return false };
-        let now = now_ms();
         let mut ran = false;
-        for z in zsets(&mut self.lc) {
-            let expired: usize = redis::cmd("ZCOUNT").arg(&z).arg(0).arg(now).query(&mut self.lc).unwrap_or(0);
-            if expired == 0 || zset(&mut self.lc, &z) == zset(&mut self.nc, &z) {
+        for name in self.names.clone() {
+            let z = super::sync_calls::timeouts(&name);
+            let expired = |c: &mut redis::Connection| -> usize {
+                redis::cmd("ZCOUNT").arg(&z).arg(0).arg(now_ms()).query(c).unwrap_or(0)
+            };
+            if expired(&mut self.lc) == 0 {
                 continue;
             }
-            let name = z.strip_suffix(":timeout").unwrap_or(&z);
-            let name = if name.starts_with('{') && name.ends_with('}') && name.matches('{').count() == 1 {
-                &name[1..name.len() - 1]
-            } else {
-                name
-            };
+            // A native server reclaims at the deadline by its timer: give it the time to.
+            let snapshot = zset(&mut self.lc, &z);
+            if self.waited.get(&name) != Some(&snapshot) {
+                for _ in 0..40 {
+                    if expired(&mut self.nc) == 0 {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                self.waited.insert(name.clone(), snapshot);
+            }
+            if zset(&mut self.lc, &z) == zset(&mut self.nc, &z) {
+                continue;
+            }
+            let now = now_ms();
             let mut a: Vec<Vec<u8>> = vec![b"EVALSHA".to_vec(), sha.clone().into_bytes(), b"3".to_vec()];
-            let ch = super::sync_calls::semaphore_channel(name);
+            let ch = super::sync_calls::semaphore_channel(&name);
             a.extend([name.as_bytes().to_vec(), z.as_bytes().to_vec(), ch.into_bytes(), now.to_string().into_bytes()]);
             if pubarg {
                 a.push(b"PUBLISH".to_vec());
             }
             self.raw[0].call(&a);
             self.raw[1].call(&a);
+            self.scripts_sent += 1;
             ran = true;
         }
         self.settled += usize::from(ran);
@@ -156,6 +172,9 @@ impl SyncPair {
         let n = self.raw[i + 1].call(args);
         let took = now_ms() - t0;
         self.steps += 1;
+        if std::env::var_os("SYNC_DEBUG").is_some() {
+            eprintln!("step {} {} -> {l:?}", self.steps + 1, shown(args));
+        }
         if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"EVALSHA")) {
             self.scripts_sent += 1;
         }
