@@ -7,6 +7,7 @@
 //! head of a fair queue) are represented by the first hold and the caller's own channel.
 
 use super::rewrite::Env;
+use super::sync_table::SyncKind;
 use super::table::Kind;
 use crate::core::names;
 
@@ -21,9 +22,37 @@ pub enum On {
 
 /// Every inner command name (lowercase), for the filter's static strings.
 pub const COMMANDS: &[&str] = &[
-    "exists", "hexists", "hincrby", "pexpire", "pttl", "incr", "del", "get", "set", "publish", "spublish", "hget",
-    "hset", "hdel", "hlen", "hkeys", "lindex", "zscore", "zrem", "lpop", "zrange", "zincrby", "zadd", "rpush",
-    "lrange", "lrem",
+    "exists",
+    "hexists",
+    "hincrby",
+    "pexpire",
+    "pttl",
+    "incr",
+    "del",
+    "get",
+    "set",
+    "publish",
+    "spublish",
+    "hget",
+    "hset",
+    "hdel",
+    "hlen",
+    "hkeys",
+    "lindex",
+    "zscore",
+    "zrem",
+    "lpop",
+    "zrange",
+    "zincrby",
+    "zadd",
+    "rpush",
+    "lrange",
+    "lrem",
+    "decr",
+    "decrby",
+    "incrby",
+    "zrangebyscore",
+    "zcount",
 ];
 
 /// The (command, key or channel) pairs the script of `kind` may run, for a call [`plan`]
@@ -126,6 +155,7 @@ pub fn inner_commands(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> V
             v = on(&["lrange", "lrem"], Key(0));
             v.extend(on(&["zincrby", "zrem"], Key(1)));
         }
+        Kind::Sync(k) => v = sync_inner(k, publish),
         Kind::Lua(_) => {}
     }
     // A script that publishes with `redis.call('publish', ...)` checks PUBLISH whatever `env`.
@@ -135,6 +165,78 @@ pub fn inner_commands(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> V
             if *c == "spublish" {
                 *c = "publish";
             }
+        }
+    }
+    v
+}
+
+/// The commands a synchronizer body runs: KEYS are `name` and its channel, plus the
+/// expirable semaphore's zset `Z` (`name ch Z` or `name Z ch`, as Redisson orders them).
+fn sync_inner(k: SyncKind, publish: &'static str) -> Vec<(&'static str, On)> {
+    use On::Key;
+    use SyncKind::*;
+    let on = |cmds: &[&'static str], i: usize| cmds.iter().map(|c| (*c, Key(i))).collect::<Vec<_>>();
+    // The reclaim of expired permits, on `name` at `n` and `Z` at `z`, publishing on `c`.
+    let reclaim = |n: usize, z: usize, c: usize| {
+        let mut v = on(&["zrangebyscore", "zrem"], z);
+        v.extend(on(&["incrby"], n));
+        v.push((publish, Key(c)));
+        v
+    };
+    let mut v = match k {
+        SemAcquire => on(&["get", "decrby"], 0),
+        SemRelease { .. } => on(&["incrby"], 0),
+        SemDrain => on(&["get", "set"], 0),
+        TrySet { .. } | SemTrySetTtl | SemAdd { .. } => on(&["get", "set"], 0),
+        CountDown { .. } => on(&["decr", "del"], 0),
+        TrySetCount { .. } => on(&["exists", "set"], 0),
+        PAcquire { .. } => {
+            let mut v = reclaim(0, 1, 2);
+            v.extend(on(&["get", "decrby", "pttl"], 0));
+            v.extend(on(&["zadd", "pexpire", "zrange"], 1));
+            v
+        }
+        PReleaseOne { .. } => {
+            let mut v = on(&["zscore", "zrem"], 2);
+            v.extend(on(&["incrby"], 0));
+            v
+        }
+        PReleaseMany { .. } => {
+            let mut v = reclaim(0, 2, 1);
+            v.extend(on(&["zscore"], 2));
+            v
+        }
+        PAvailable { .. } => {
+            let mut v = reclaim(0, 1, 2);
+            v.extend(on(&["get"], 0));
+            v
+        }
+        PAcquired { .. } => {
+            let mut v = reclaim(0, 1, 2);
+            v.extend(on(&["zcount"], 1));
+            v
+        }
+        PUpdateLease { .. } => {
+            let mut v = reclaim(0, 1, 2);
+            v.extend(on(&["zscore", "zadd"], 1));
+            v
+        }
+        PSetPermits { .. } => {
+            let mut v = on(&["get", "set", "incrby"], 0);
+            v.extend(on(&["zcount"], 2));
+            v
+        }
+    };
+    // Every body but the plain acquire and drain publishes on its channel (KEYS[2], or
+    // KEYS[3] where `Z` comes second).
+    let channel = match k {
+        SemAcquire | SemDrain => None,
+        PAcquire { .. } | PAvailable { .. } | PAcquired { .. } | PUpdateLease { .. } => Some(2),
+        _ => Some(1),
+    };
+    if let Some(c) = channel {
+        if !v.iter().any(|(cmd, on)| *cmd == publish && *on == Key(c)) {
+            v.push((publish, Key(c)));
         }
     }
     v
@@ -150,7 +252,7 @@ mod tests {
         for row in ROWS {
             let keys: Vec<&[u8]> = vec![b"l"; 5];
             let argv: Vec<&[u8]> = vec![b"a"; 6];
-            for env in [Env { sharded: false }, Env { sharded: true }] {
+            for env in [Env { sharded: false, cluster: false }, Env { sharded: true, cluster: false }] {
                 for (cmd, on) in inner_commands(row.kind, &keys, &argv, env) {
                     assert!(COMMANDS.contains(&cmd), "{cmd} of {}", row.sha);
                     if let On::Key(i) = on {
@@ -165,7 +267,7 @@ mod tests {
     fn acquires_of_the_other_kinds_check_the_fair_queue_the_native_command_reads() {
         let keys: Vec<&[u8]> = vec![b"l", b"redisson_lock_token:{l}"];
         for kind in [Kind::LockAcquire, Kind::RwWrite] {
-            let v = inner_commands(kind, &keys, &[b"30000", b"o"], Env { sharded: false });
+            let v = inner_commands(kind, &keys, &[b"30000", b"o"], Env { sharded: false, cluster: false });
             assert!(v.contains(&("lindex", On::Own(b"redisson_lock_queue:{l}".to_vec()))), "{kind:?}");
             assert!(v.contains(&("zscore", On::Own(b"redisson_lock_timeout:{l}".to_vec()))), "{kind:?}");
         }
@@ -178,7 +280,7 @@ mod tests {
             Kind::RwUnlockRead { publish: Publish::Arg(3), latch: false, free_is_one: false },
             &keys,
             &[b"0", b"o", b"PUBLISH"],
-            Env { sharded: false },
+            Env { sharded: false, cluster: false },
         );
         assert!(v.contains(&("publish", On::Key(1))));
         assert!(v.contains(&("del", On::Own(b"{l}:o:rwlock_timeout:1".to_vec()))));

@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
 use std::sync::Mutex;
 
-use super::table::ROWS;
+use super::table::COUNT;
 
 const ABSENT: u8 = 0;
 const PRESENT: u8 = 1;
@@ -39,8 +39,7 @@ const MAX_QUEUED: usize = 64;
 #[allow(clippy::declare_interior_mutable_const)]
 const NEW: AtomicU8 = AtomicU8::new(UNKNOWN);
 /// Per table row: [`ABSENT`], [`PRESENT`] or [`UNKNOWN`]. Only the main thread touches these.
-static STATE: [AtomicU8; 43] = [NEW; 43];
-const _: () = assert!(ROWS.len() == 43);
+static STATE: [AtomicU8; COUNT] = [NEW; COUNT];
 
 /// False when the filter cannot see `SCRIPT` (renamed): nothing is ever believed.
 static TRACKED: AtomicBool = AtomicBool::new(true);

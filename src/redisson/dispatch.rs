@@ -56,7 +56,7 @@ fn run_script(c: &Ctx, strings: &Strings, row: usize, eval: bool, args: &Args, c
     const FAILED: &str = "ERR lockmod could not run the Redisson script";
     let kind = ROWS[row].kind;
     let native: Vec<&[u8]> = (1..args.len()).map(|i| args.bytes(i)).collect();
-    let env = Env { sharded: config::sharded() };
+    let env = Env { sharded: config::sharded(), cluster: false };
     let Some((keys, argv)) = reverse::script_call(kind, &native, env, Ctx::cached_ms()) else {
         return c.reply_error(FAILED);
     };

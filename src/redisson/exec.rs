@@ -32,6 +32,14 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
+    if let Kind::Sync(k) = kind {
+        let reply = match super::sync_exec::run(ctx, args, k, native) {
+            Ok(reply) => reply,
+            Err(cause) => return Outcome::Fallback(cause),
+        };
+        super::stats::native(native);
+        return Outcome::Reply(reply);
+    }
     let pre = match check(ctx, args, kind) {
         Ok(Some(Pre::Lua(cause))) => return Outcome::Fallback(cause),
         Ok(Some(pre)) => pre,

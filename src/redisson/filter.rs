@@ -95,7 +95,8 @@ fn filter(call: FilterCall, eval: bool) -> Left {
     if server_flags() & NOT_HERE != 0 {
         return lua(Cause::ServerState);
     }
-    let env = Env { sharded: config::sharded() };
+    let cluster = server_flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64 != 0;
+    let env = Env { sharded: config::sharded(), cluster };
     let Some(plan) = rewrite::plan(kind, keys, argv, env) else { return lua(Cause::Arguments) };
     // Redis 7.0: the caller is unknown, so only while nobody is restricted (`all_users`).
     if !can_name_client() && !crate::acl::probe::every_user_unrestricted() {

@@ -13,6 +13,7 @@ type Call = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 /// command cannot answer exactly as the Lua would. `now` stands for the fair lock's
 /// `currentTime`, which the native arguments do not carry (the module uses its own clock).
 pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<Call> {
+    let now_ms = now;
     let v = |b: &[u8]| b.to_vec();
     let arg = |i: usize| native.get(i).map(|b| b.to_vec());
     let name = arg(0)?;
@@ -87,6 +88,7 @@ pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<C
             unlock(keys, vec![v(b"0"), now], publish, false, 0)?
         }
         Kind::FairCancel => (vec![names::fair_queue(&name), names::fair_timeouts(&name)], vec![arg(1)?, arg(2)?]),
+        Kind::Sync(k) => super::sync_rewrite::script_call(k, native, env, now_ms)?,
         Kind::Lua(_) => return None,
     };
     Some(call)

@@ -7,49 +7,11 @@
 //! message is the one the module publishes, and the publish command is the way the module
 //! publishes (`lockmod.pubsub`). Anything else: `None`, and the script runs as sent.
 
+pub use super::native::{Env, Native, A, MAX_MS};
 use super::table::{Kind, Publish};
 use crate::core::names;
 use crate::core::parse_i64;
 use crate::core::rwlock::Side;
-
-/// The native command a script becomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Native {
-    LockAcquire,
-    LockUnlock,
-    LockRenew,
-    LockForceUnlock,
-    RwRlock,
-    RwWlock,
-    RwUnlock,
-    RwRenew,
-    RwForceUnlock,
-    FairAcquire,
-    FairUnlock,
-    FairCancel,
-    FairForceUnlock,
-}
-
-impl Native {
-    /// The command's name as registered (lowercase).
-    pub fn name(self) -> &'static str {
-        match self {
-            Native::LockAcquire => "lock.acquire",
-            Native::LockUnlock => "lock.unlock",
-            Native::LockRenew => "lock.renew",
-            Native::LockForceUnlock => "lock.forceunlock",
-            Native::RwRlock => "rwlock.rlock",
-            Native::RwWlock => "rwlock.wlock",
-            Native::RwUnlock => "rwlock.unlock",
-            Native::RwRenew => "rwlock.renew",
-            Native::RwForceUnlock => "rwlock.forceunlock",
-            Native::FairAcquire => "fairlock.acquire",
-            Native::FairUnlock => "fairlock.unlock",
-            Native::FairCancel => "fairlock.cancel",
-            Native::FairForceUnlock => "fairlock.forceunlock",
-        }
-    }
-}
 
 /// The native command the scripts of a kind become (`None`: left to Lua).
 pub fn native_of(kind: Kind) -> Option<Native> {
@@ -67,21 +29,9 @@ pub fn native_of(kind: Kind) -> Option<Native> {
         Kind::FairUnlock { .. } => Native::FairUnlock,
         Kind::FairCancel => Native::FairCancel,
         Kind::FairForceUnlock { .. } => Native::FairForceUnlock,
+        Kind::Sync(k) => super::sync_rewrite::native(k),
         Kind::Lua(_) => return None,
     })
-}
-
-/// One argument of the native command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum A {
-    /// `KEYS[i + 1]`, reused as it is.
-    Key(usize),
-    /// `ARGV[i + 1]`, reused as it is.
-    Argv(usize),
-    /// A keyword.
-    Lit(&'static [u8]),
-    /// Derived bytes (an owner without `:write`, a latch's request id, a fair lock's name).
-    Own(Vec<u8>),
 }
 
 /// What a recognised call becomes.
@@ -90,26 +40,6 @@ pub struct Plan {
     pub native: Native,
     pub args: Vec<A>,
 }
-
-/// What the mapping depends on besides the call: how the module publishes.
-#[derive(Clone, Copy, Debug)]
-pub struct Env {
-    pub sharded: bool,
-}
-
-impl Env {
-    /// The publish command Redisson passes when it publishes the way the module does.
-    pub(super) fn publish_cmd(self) -> &'static [u8] {
-        if self.sharded {
-            b"SPUBLISH"
-        } else {
-            b"PUBLISH"
-        }
-    }
-}
-
-/// The longest time accepted (about 34 years): no `now + time` can overflow, in Redis or here.
-pub const MAX_MS: i64 = 1 << 40;
 
 /// A time the native command parses exactly as Redis' `PEXPIRE`/`SET PX` does.
 fn ms(b: &[u8]) -> bool {
@@ -190,7 +120,9 @@ fn latch_args(name: &[u8], keys: &[&[u8]], k: usize, ms_arg: usize, argv: &[&[u8
 pub fn plan(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> Option<Plan> {
     let native = native_of(kind)?;
     let name = *keys.first()?;
-    if !same_slot(name, keys) {
+    // A synchronizer body's KEYS hold its channel: outside a cluster it may hash anywhere
+    // (the latch's channel is always braced, so a name with its own tag moves it).
+    if (env.cluster || !matches!(kind, Kind::Sync(_))) && !same_slot(name, keys) {
         return None;
     }
     let n =
@@ -339,6 +271,7 @@ pub fn plan(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> Option<Plan
             ok.then_some(())?;
             vec![A::Own(lock), A::Argv(0), A::Argv(1)]
         }
+        Kind::Sync(k) => super::sync_rewrite::plan(k, keys, argv, env)?,
         Kind::Lua(_) => return None,
     };
     Some(Plan { native, args })

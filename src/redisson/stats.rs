@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::rewrite::Native;
 
 /// The kinds counted, in `INFO` order: one per native command a script can become.
-const KINDS: [Native; 13] = [
+const KINDS: [Native; N] = [
     Native::LockAcquire,
     Native::LockUnlock,
     Native::LockRenew,
@@ -21,10 +21,26 @@ const KINDS: [Native; 13] = [
     Native::FairUnlock,
     Native::FairCancel,
     Native::FairForceUnlock,
+    Native::SemAcquire,
+    Native::SemRelease,
+    Native::SemTrySet,
+    Native::SemAdd,
+    Native::SemDrain,
+    Native::PsemTrySet,
+    Native::PsemSetPermits,
+    Native::PsemAcquire,
+    Native::PsemRelease,
+    Native::PsemUpdateLease,
+    Native::PsemAvailable,
+    Native::PsemAcquired,
+    Native::CountdownTrySet,
+    Native::CountdownDecr,
 ];
 
+const N: usize = 27;
+
 /// The `INFO` field of each kind (Redis prefixes `lockmod_`).
-const FIELDS: [&str; 13] = [
+const FIELDS: [&str; N] = [
     "redisson_lock_acquire",
     "redisson_lock_unlock",
     "redisson_lock_renew",
@@ -38,11 +54,25 @@ const FIELDS: [&str; 13] = [
     "redisson_fairlock_unlock",
     "redisson_fairlock_cancel",
     "redisson_fairlock_forceunlock",
+    "redisson_semaphore_acquire",
+    "redisson_semaphore_release",
+    "redisson_semaphore_trysetpermits",
+    "redisson_semaphore_addpermits",
+    "redisson_semaphore_drain",
+    "redisson_psemaphore_trysetpermits",
+    "redisson_psemaphore_setpermits",
+    "redisson_psemaphore_acquire",
+    "redisson_psemaphore_release",
+    "redisson_psemaphore_updatelease",
+    "redisson_psemaphore_available",
+    "redisson_psemaphore_acquired",
+    "redisson_countdown_trysetcount",
+    "redisson_countdown_decr",
 ];
 
 #[allow(clippy::declare_interior_mutable_const)]
 const ZERO: AtomicU64 = AtomicU64::new(0);
-static NATIVE: [AtomicU64; 13] = [ZERO; 13];
+static NATIVE: [AtomicU64; N] = [ZERO; N];
 /// Recognised calls that ran the script after all (an error, a state the native command does
 /// not reproduce exactly).
 static FALLBACKS: AtomicU64 = AtomicU64::new(0);

@@ -49,7 +49,7 @@ pub(super) static READY: AtomicBool = AtomicBool::new(false);
 /// module's one filter must see its own calls for the read-hold index).
 pub(super) static OWN_CALL: AtomicBool = AtomicBool::new(false);
 
-const WORDS: &[&[u8]] = &[b"LATCH", b"TOKEN", b"READ", b"WRITE", b"NOQUEUE", b"1"];
+const WORDS: &[&[u8]] = &[b"LATCH", b"TOKEN", b"READ", b"WRITE", b"NOQUEUE", b"1", b"LEASE"];
 
 /// Prepares the rewrite, which the module's one command filter runs. A server lacking the
 /// APIs it needs gets a log line, and `native` then changes nothing.

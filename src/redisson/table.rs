@@ -6,17 +6,9 @@
 //! tests read them from `../shared/redisson-scripts/`). docs/design.md has the same table for
 //! people. A body whose SHA1 is not here is never touched.
 
+pub use super::native::Publish;
+use super::sync_table::{self, SyncKind};
 use crate::core::rwlock::Side;
-
-/// How a script publishes its unlock message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Publish {
-    /// `redis.call('publish', ...)`: only when the module publishes globally too.
-    Fixed,
-    /// `redis.call(ARGV[i], ...)` (1-based `i`): Redisson passes `PUBLISH` or `SPUBLISH`, which
-    /// must be the way the module publishes (`lockmod.pubsub`).
-    Arg(usize),
-}
 
 /// Which of Redisson's fair-lock acquire scripts: they differ where the queue is inconsistent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +69,8 @@ pub enum Kind {
     FairForceUnlock { publish: Publish, strict: bool },
     /// `acquireFailed`: KEYS `queue timeouts`, ARGV `owner wait`; replies nothing (nil).
     FairCancel,
+    /// One of the synchronizers' bodies (`super::sync_table`).
+    Sync(SyncKind),
     /// Left to Lua, with the reason.
     Lua(&'static str),
 }
@@ -85,6 +79,9 @@ impl Kind {
     /// Whether the script publishes with `redis.call('publish', ...)` (not through its
     /// environment): such a call checks `PUBLISH` permission whatever the environment.
     pub fn publishes_fixed(self) -> bool {
+        if let Kind::Sync(k) = self {
+            return k.publishes_fixed();
+        }
         matches!(
             self,
             Kind::LockUnlock { publish: Publish::Fixed, .. }
@@ -99,6 +96,7 @@ impl Kind {
 }
 
 /// One body: its SHA1, byte length, Redisson class and method, the releases that send it.
+#[derive(Clone, Copy)]
 pub struct Row {
     pub sha: &'static str,
     pub len: usize,
@@ -115,8 +113,35 @@ const fn row(sha: &'static str, len: usize, kind: Kind, method: &'static str, re
     Row { sha, len, kind, method, releases }
 }
 
+/// Every body the module knows: the locks' ([`LOCK_ROWS`]), then the synchronizers'
+/// (`super::sync_table::ROWS`). A row's index is its identity everywhere (markers, the
+/// script cache's state).
+pub static ROWS: [Row; COUNT] = concat();
+
+/// How many bodies [`ROWS`] holds.
+pub const COUNT: usize = LOCK_ROWS.len() + sync_table::ROWS.len();
+
+const fn concat() -> [Row; COUNT] {
+    let mut out = [LOCK_ROWS[0]; COUNT];
+    let mut i = 0;
+    while i < COUNT {
+        out[i] = if i < LOCK_ROWS.len() {
+            LOCK_ROWS[i]
+        } else {
+            let r = &sync_table::ROWS[i - LOCK_ROWS.len()];
+            let kind = match r.kind {
+                Ok(k) => Kind::Sync(k),
+                Err(reason) => Kind::Lua(reason),
+            };
+            Row { sha: r.sha, len: r.len, kind, method: r.method, releases: r.releases }
+        };
+        i += 1;
+    }
+    out
+}
+
 #[rustfmt::skip]
-pub const ROWS: &[Row] = &[
+const LOCK_ROWS: &[Row] = &[
     // -- RedissonLock, RedissonBaseLock, RedissonFencedLock, renewal/LockTask ------------------
     row("dad0f8d619e548e04f21fb48d50be5034df3adae", 339, LockAcquire, "RedissonLock.tryLockInnerAsync", "3.17.0-3.18.1"),
     row("149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 234, LockAcquire, "RedissonLock.tryLockInnerAsync", "3.19.0-HEAD"),
@@ -209,7 +234,8 @@ mod tests {
             assert_eq!(by_sha(r.sha.as_bytes()), Some(i), "{}", r.sha);
             assert_eq!(by_sha(r.sha.to_uppercase().as_bytes()), Some(i));
         }
-        assert_eq!(ROWS.len(), 43);
+        assert_eq!(LOCK_ROWS.len(), 43);
+        assert_eq!(ROWS.len(), 43 + 38);
     }
 
     #[test]

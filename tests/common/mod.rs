@@ -13,6 +13,8 @@ pub mod names;
 pub mod parked;
 pub mod redisson;
 pub mod redisson_calls;
+pub mod sync_calls;
+pub mod sync_pair;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

@@ -1,0 +1,350 @@
+//! The differential pair for Redisson's synchronizer scripts: a plain server (Lua) and one
+//! with `lockmod.redisson-scripts native`, each sent the same `EVALSHA` by raw connections
+//! (RESP2 and RESP3), with the replies compared byte for byte (their encoding too), the
+//! keyspaces compared byte-safely (permit ids are raw bytes; TTLs within the tolerance) and
+//! the messages compared channel by channel.
+//!
+//! Times: Redisson passes its own clock (`now`) and absolute expiries (`until`) in ARGV; the
+//! module reads the server's clock. Before each step, any key or permit expiring within the
+//! guard is waited out, so both sides judge every expiry alike. A permit whose lease ended is
+//! in `{name}:timeout` until a call reclaims it; a native server may reclaim it earlier by
+//! itself (issue 26: the lease ends at its deadline). Where the native side did, the pair
+//! runs `availablePermits` on both sides first ([`SyncPair::settle`]), so both are back in
+//! the same state; the message it makes on the Lua side is the one the native side sent.
+
+use std::collections::BTreeMap;
+
+use super::diff::{keyspace_difference, now_ms, Entry};
+use super::redisson::{raw_match, Raw, RawConn, Scripts, TOL_MS};
+use super::{Server, Subscriber};
+
+/// Keys and permits closer than this to expiring are waited out before a step.
+pub const GUARD_MS: i64 = 25;
+
+/// The synchronizer bodies, from `../shared/redisson-sync-scripts/` (or
+/// `$LOCKMOD_REDISSON_SYNC_SCRIPTS`): missing, the tests fail; they never skip.
+pub fn load() -> Scripts {
+    let dir = match std::env::var_os("LOCKMOD_REDISSON_SYNC_SCRIPTS") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/redisson-sync-scripts"),
+    };
+    assert!(
+        dir.join("index.tsv").is_file(),
+        "Redisson's synchronizer scripts are missing at {}: the repository expects shared/ beside it \
+         (or set LOCKMOD_REDISSON_SYNC_SCRIPTS)",
+        dir.display()
+    );
+    Scripts::load_from(&dir, 38)
+}
+
+pub struct SyncPair {
+    pub lua: Server,
+    pub native: Server,
+    pub lc: redis::Connection,
+    pub nc: redis::Connection,
+    raw: [RawConn; 4],
+    lsub: Subscriber,
+    nsub: Subscriber,
+    pub steps: usize,
+    /// EVALSHA calls sent (to each side).
+    pub scripts_sent: u64,
+    /// Steps a stalled machine made ambiguous, after which both sides were flushed.
+    pub resyncs: usize,
+    /// The `availablePermits` call that reclaims on both sides (see [`SyncPair::settle`]).
+    pub settle_with: Option<(String, bool)>,
+    pub settled: usize,
+    /// The synchronizer names in play (a `:timeout` zset does not name its semaphore:
+    /// `x` and `{x}` share `{x}:timeout`).
+    pub names: Vec<String>,
+    /// The Lua side's expired permits already given the native timer time to reclaim.
+    waited: BTreeMap<String, Vec<(Vec<u8>, f64)>>,
+}
+
+impl SyncPair {
+    pub fn new(scripts: &Scripts, native_args: &[&str]) -> SyncPair {
+        let lua = Server::start_plain();
+        let mut args = vec!["--lockmod.redisson-scripts", "native"];
+        args.extend_from_slice(native_args);
+        let native = Server::start_with(true, &args);
+        let (mut lc, mut nc) = (lua.conn(), native.conn());
+        for b in &scripts.bodies {
+            for c in [&mut lc, &mut nc] {
+                let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&b.text).query(c).expect("SCRIPT LOAD");
+                assert_eq!(sha, b.sha);
+            }
+        }
+        let raw = [
+            RawConn::open(&lua, false),
+            RawConn::open(&native, false),
+            RawConn::open(&lua, true),
+            RawConn::open(&native, true),
+        ];
+        let (lsub, nsub) = (lua.subscriber(), native.subscriber());
+        SyncPair {
+            lua,
+            native,
+            lc,
+            nc,
+            raw,
+            lsub,
+            nsub,
+            steps: 0,
+            scripts_sent: 0,
+            resyncs: 0,
+            settle_with: None,
+            settled: 0,
+            names: Vec::new(),
+            waited: BTreeMap::new(),
+        }
+    }
+
+    /// Waits until nothing on either side expires within `guard` ms (keys, and permits in a
+    /// `:timeout` zset); settles permits a native side reclaimed by itself. Returns the time
+    /// before which nothing expires, if anything will.
+    pub fn guard(&mut self, guard: i64) -> Option<i64> {
+        loop {
+            // Each lease end that passed is settled before the next one can.
+            self.settle();
+            let t = now_ms();
+            let (l, n) = (soonest(&mut self.lc, t), soonest(&mut self.nc, t));
+            match [l, n].into_iter().flatten().min() {
+                Some(at) if at - t <= guard => {
+                    std::thread::sleep(std::time::Duration::from_millis((at - t).max(0) as u64 + 3))
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// If a `:timeout` zset differs between the sides while the Lua side holds expired
+    /// permits in it (the native side reclaimed them at their deadline), runs the
+    /// `availablePermits` body on both sides, replies not compared: both reclaim. True if it
+    /// ran.
+    fn settle(&mut self) -> bool {
+        let Some((sha, pubarg)) = self.settle_with.clone() else { return false };
+        let mut ran = false;
+        for name in self.names.clone() {
+            let z = super::sync_calls::timeouts(&name);
+            let expired = |c: &mut redis::Connection| -> usize {
+                redis::cmd("ZCOUNT").arg(&z).arg(0).arg(now_ms()).query(c).unwrap_or(0)
+            };
+            if expired(&mut self.lc) == 0 {
+                continue;
+            }
+            // A native server reclaims at the deadline by its timer: give it the time to.
+            let snapshot = zset(&mut self.lc, &z);
+            if self.waited.get(&name) != Some(&snapshot) {
+                for _ in 0..40 {
+                    if expired(&mut self.nc) == 0 {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                self.waited.insert(name.clone(), snapshot);
+            }
+            if zset(&mut self.lc, &z) == zset(&mut self.nc, &z) {
+                continue;
+            }
+            let now = now_ms();
+            let mut a: Vec<Vec<u8>> = vec![b"EVALSHA".to_vec(), sha.clone().into_bytes(), b"3".to_vec()];
+            let ch = super::sync_calls::semaphore_channel(&name);
+            a.extend([name.as_bytes().to_vec(), z.as_bytes().to_vec(), ch.into_bytes(), now.to_string().into_bytes()]);
+            if pubarg {
+                a.push(b"PUBLISH".to_vec());
+            }
+            self.raw[0].call(&a);
+            self.raw[1].call(&a);
+            self.scripts_sent += 1;
+            ran = true;
+        }
+        self.settled += usize::from(ran);
+        ran
+    }
+
+    /// Sends `args` to both sides (RESP3 if `resp3`) and asserts the replies match (integers
+    /// within the tolerance when `ttl`). A step a stalled machine made ambiguous is compared
+    /// all the same; only if the sides then differ are both flushed.
+    pub fn step(&mut self, args: &[Vec<u8>], resp3: bool, ttl: bool) -> (Raw, Raw) {
+        let soonest = self.guard(2 * GUARD_MS);
+        let t0 = now_ms();
+        let i = if resp3 { 2 } else { 0 };
+        let l = self.raw[i].call(args);
+        let n = self.raw[i + 1].call(args);
+        let took = now_ms() - t0;
+        self.steps += 1;
+        if std::env::var_os("SYNC_DEBUG").is_some() {
+            eprintln!("step {} {} -> {l:?}", self.steps + 1, shown(args));
+        }
+        if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"EVALSHA")) {
+            self.scripts_sent += 1;
+        }
+        let stalled = took > TOL_MS / 2 || soonest.is_some_and(|e| t0 + took >= e);
+        if stalled {
+            if !raw_match(&l, &n, ttl) || self.keyspaces_differ() {
+                eprintln!("step {} {} stalled ({took} ms) and the sides differ: both flushed", self.steps, shown(args));
+                self.resync();
+            }
+        } else if !raw_match(&l, &n, ttl) {
+            let (a, b) = (dump(&mut self.lc), dump(&mut self.nc));
+            panic!(
+                "step {} {} (resp3: {resp3})\n  lua:    {l:?}\n  native: {n:?}\n  lua keys:    {a:?}\n  native keys: {b:?}",
+                self.steps,
+                shown(args)
+            );
+        }
+        (l, n)
+    }
+
+    fn keyspaces_differ(&mut self) -> bool {
+        let (l, n) = self.stable_dumps();
+        keyspace_difference(("lua", &l), ("native", &n), TOL_MS / 2).is_some()
+    }
+
+    fn stable_dumps(&mut self) -> (Vec<Entry>, Vec<Entry>) {
+        loop {
+            let soonest = self.guard(5 * GUARD_MS);
+            let dumps = (dump(&mut self.lc), dump(&mut self.nc));
+            if soonest.is_none_or(|e| now_ms() < e) {
+                return dumps;
+            }
+        }
+    }
+
+    /// Asserts both keyspaces and the messages published so far match.
+    pub fn check(&mut self) {
+        if let Some(d) = self.difference() {
+            panic!("step {}: {d}", self.steps);
+        }
+    }
+
+    /// The first difference between the keyspaces or the messages so far (compared per
+    /// channel: a reclaim the native side made at a deadline may come before another
+    /// channel's message that the Lua side's reclaim follows).
+    pub fn difference(&mut self) -> Option<String> {
+        let (l, n) = self.stable_dumps();
+        let (ml, mn) = (by_channel(self.lsub.take()), by_channel(self.nsub.take()));
+        keyspace_difference(("lua", &l), ("native", &n), TOL_MS)
+            .or_else(|| (ml != mn).then(|| format!("different messages: lua {ml:?} native {mn:?}")))
+    }
+
+    fn resync(&mut self) {
+        self.resyncs += 1;
+        self.flush_quiet();
+    }
+
+    fn flush_quiet(&mut self) {
+        for c in [&mut self.lc, &mut self.nc] {
+            let _: () = redis::cmd("FLUSHALL").query(c).expect("FLUSHALL");
+        }
+        self.lsub.take();
+        self.nsub.take();
+    }
+
+    /// Checks, then flushes both sides.
+    pub fn flush(&mut self) {
+        self.check();
+        self.flush_quiet();
+    }
+}
+
+fn shown(args: &[Vec<u8>]) -> String {
+    let v: Vec<String> = args
+        .iter()
+        .map(|a| match std::str::from_utf8(a) {
+            Ok(s) if s.chars().all(|c| !c.is_control()) => s.to_string(),
+            _ => format!("0x{}", hex(a)),
+        })
+        .collect();
+    format!("{v:?}")
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn by_channel(m: Vec<(String, String)>) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (c, p) in m {
+        out.entry(c).or_default().push(p);
+    }
+    out
+}
+
+fn zsets(c: &mut redis::Connection) -> Vec<String> {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*:timeout").query(c).unwrap_or_default();
+    keys.into_iter().filter(|k| redis::cmd("TYPE").arg(k).query::<String>(c).is_ok_and(|t| t == "zset")).collect()
+}
+
+fn zset(c: &mut redis::Connection, k: &str) -> Vec<(Vec<u8>, f64)> {
+    redis::cmd("ZRANGE").arg(k).arg(0).arg(-1).arg("WITHSCORES").query(c).unwrap_or_default()
+}
+
+/// The soonest expiry (ms since the epoch) at or after `t` of a key or a permit.
+fn soonest(c: &mut redis::Connection, t: i64) -> Option<i64> {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).ok()?;
+    let mut at = None::<i64>;
+    let mut min = |v: i64| at = Some(at.map_or(v, |a| a.min(v)));
+    for k in &keys {
+        let e: i64 = redis::cmd("PEXPIRETIME").arg(k).query(c).unwrap_or(-1);
+        if e >= 0 {
+            min(e);
+        }
+    }
+    for z in zsets(c) {
+        let next: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&z)
+            .arg(t - 2)
+            .arg("+inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(1)
+            .query(c)
+            .unwrap_or_default();
+        if let Some((_, s)) = next.first() {
+            min(s.ceil() as i64);
+        }
+    }
+    at
+}
+
+/// The keyspace as (name, type and value, absolute expiry, zset scores), byte-safe: values
+/// and zset members that are not printable are shown in hex.
+pub fn dump(c: &mut redis::Connection) -> Vec<Entry> {
+    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
+    keys.sort();
+    let show = |b: &[u8]| match std::str::from_utf8(b) {
+        Ok(s) if s.chars().all(|ch| !ch.is_control()) => format!("{s:?}"),
+        _ => format!("0x{}", hex(b)),
+    };
+    keys.into_iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(&k).query(c).expect("TYPE");
+            let mut scores = Vec::new();
+            let v = match t.as_str() {
+                "string" => redis::cmd("GET")
+                    .arg(&k)
+                    .query::<Option<Vec<u8>>>(c)
+                    .ok()
+                    .flatten()
+                    .map_or("nil".into(), |v| show(&v)),
+                "zset" => {
+                    let z: Vec<(Vec<u8>, f64)> =
+                        redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE");
+                    scores = z.iter().map(|(_, s)| *s as i64).collect();
+                    z.iter().map(|(m, _)| show(m)).collect::<Vec<_>>().join(",")
+                }
+                "hash" => format!(
+                    "{:?}",
+                    redis::cmd("HGETALL")
+                        .arg(&k)
+                        .query::<Vec<Vec<u8>>>(c)
+                        .map(|v| v.iter().map(|x| show(x)).collect::<Vec<_>>())
+                ),
+                other => other.to_string(),
+            };
+            let at: i64 = redis::cmd("PEXPIRETIME").arg(&k).query(c).expect("PEXPIRETIME");
+            (String::from_utf8_lossy(&k).into_owned(), format!("{t}:{v}"), at, scores)
+        })
+        .collect()
+}
