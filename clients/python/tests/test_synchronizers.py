@@ -330,26 +330,36 @@ def test_a_cancelled_asyncio_wait_leaves_the_server_queue_and_takes_no_permit(se
 def test_a_grant_that_raced_the_cancellation_is_given_back(server, caplog) -> None:
     caplog.set_level(logging.WARNING, "redis_lockmod")
 
-    async def race(r: aredis.Redis, grant, acquire) -> None:
+    async def race(r: aredis.Redis, obj, grant, acquire) -> None:
+        # The race made certain: the grant happens after the task was cancelled and before
+        # its CLIENT UNBLOCK reaches the server, which then finds it no longer parked.
+        transport = obj._session.transport
+        unblock = transport.unblock
+
+        async def grant_first(*args):
+            await grant()
+            return await unblock(*args)
+
+        transport.unblock = grant_first
         task = asyncio.create_task(acquire())
         await parked(r, 1)
-        await grant()  # the server grants the waiter before it answers this
-        task.cancel()  # ... and the waiter is cancelled before it reads its grant
+        task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         await alocks.close(r)  # waits for the background settling
+        transport.unblock = unblock
 
     async def main() -> None:
         r = aredis.Redis(port=server.port)
         await r.flushall()
         sem = alocks.Semaphore(r, "arace")
-        await race(r, lambda: sem.release(2), lambda: sem.acquire(2))
+        await race(r, sem, lambda: r.execute_command("SEMAPHORE.RELEASE", "arace", 2), lambda: sem.acquire(2))
         assert await sem.available_permits() == 2, "the raced grant was given back"
         psem = alocks.PermitExpirableSemaphore(r, "aprace", lease_ms=30_000)
         await psem.try_set_permits(0)
-        await race(r, lambda: psem.set_permits(1), lambda: psem.acquire())
+        await race(r, psem, lambda: r.execute_command("PSEMAPHORE.SETPERMITS", "aprace", 1), lambda: psem.acquire())
         assert await psem.available_permits() == 1 and await psem.acquired_permits() == 0
         await r.aclose()
 
     asyncio.run(main())
-    assert "granted to a cancelled acquire" in caplog.text
+    assert caplog.text.count("granted to a cancelled acquire") == 2
