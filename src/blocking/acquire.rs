@@ -3,7 +3,8 @@
 
 use super::park::park;
 use super::priority::{nobody_parked, writer_parked};
-use super::request::{attempt_as, Attempt, Request};
+use super::registry::with;
+use super::request::{attempt_as, attempt_sync, Attempt, Request};
 use super::serve::{serve, serve_now};
 use crate::core::rwlock::Writers;
 use crate::core::{Reply, Result};
@@ -57,4 +58,47 @@ pub fn writers_ahead<O>(ctx: &Ctx, key: &[u8], req: &Request<O>) -> Writers {
     } else {
         Writers::None
     }
+}
+
+/// A synchronizer's acquire (`SEMAPHORE.ACQUIRE`, `PSEMAPHORE.ACQUIRE`, `COUNTDOWN.AWAIT`):
+/// taken now if it can be and nobody is parked ahead, else parked when `block` is given, else
+/// the refusal. A latch's wait only reads.
+pub fn acquire_sync(ctx: &Ctx, args: &Args, key: &[u8], req: Request<&[u8]>, block: Option<i64>) -> Result<Reply> {
+    let ahead = queued_ahead(ctx, key, &req);
+    let mut store =
+        if matches!(req, Request::Latch) { RedisStore::reader(ctx, args) } else { RedisStore::new(ctx, args) };
+    let outcome = attempt_sync(&mut store, key, &req, ahead).map_err(|e| e.in_command(req.command()));
+    drop(store);
+    serve_now(ctx);
+    match (outcome?, block) {
+        (Attempt::Granted(reply), _) => {
+            if matches!(req, Request::Permits { .. }) {
+                super::reclaim::arm(ctx, &(ctx.selected_db(), key.to_vec()));
+            }
+            Ok(reply)
+        }
+        (Attempt::Refused(reply), block) => {
+            stats::SYNC_REFUSED.inc();
+            match block {
+                Some(ms) => park(ctx, key, req.to_owned(), ms, reply),
+                None => Ok(reply),
+            }
+        }
+    }
+}
+
+/// Whether a new semaphore acquire on `key` must leave the permits to clients parked on it
+/// (strict FIFO). A change not served yet (someone else's `INCRBY` the poll has not seen) is
+/// served first, so the parked clients have what it freed before the newcomer looks.
+fn queued_ahead<O>(ctx: &Ctx, key: &[u8], req: &Request<O>) -> bool {
+    if matches!(req, Request::Latch) || nobody_parked() {
+        return false;
+    }
+    let id = (ctx.selected_db(), key.to_vec());
+    let parked = || with(|r| r.locks.get(&id).is_some_and(|q| !q.is_empty())).unwrap_or(false);
+    if !parked() {
+        return false;
+    }
+    serve(ctx, &id);
+    parked()
 }

@@ -56,6 +56,11 @@ fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
     let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
+    if let Some(reply) = w.req.sync_refusal() {
+        w.bc.unblock(None);
+        left(ctx, id, &w.req);
+        return reply;
+    }
     let writers = priority::writers_at_timeout(&id, &w.req);
     let args = Args::empty();
     // The waiter's user is checked on both paths: a refusal replies the lock's TTL too, which
@@ -96,9 +101,22 @@ fn on_disconnect(ctx: &Ctx, bc: usize) {
     // search every queue for each client.
     if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
         stats::DISCONNECTS.inc();
+        if w.req.is_sync() {
+            w.bc.unblock(None);
+            return left(ctx, id, &w.req);
+        }
         fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
+    }
+}
+
+/// A synchronizer's waiter left unserved: the semaphore is served after this callback (from
+/// the 0 ms timer), as the waiters behind it may fit in what it could not.
+fn left(ctx: &Ctx, id: LockId, req: &super::request::Request) {
+    arm_expiry(ctx, &id);
+    if !matches!(req, super::request::Request::Latch) && with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
+        queue(ctx, id, ServedBy::Timer);
     }
 }
 

@@ -25,6 +25,11 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     let id = (ctx.selected_db(), key.to_vec());
     let client = ctx.client_id();
     stats::PARKED.inc();
+    let sync = req.is_sync();
+    let permits = matches!(req, Request::Permits { .. });
+    if sync {
+        stats::SYNC_PARKED.inc();
+    }
     let fair = matches!(req, Request::Fair { .. }).then(|| req.owner().to_vec());
     let waiter = Waiter { client, bc, req, who, since: Ctx::now_ms() };
     with(|r| {
@@ -35,6 +40,10 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
     });
     arm_expiry(ctx, &id);
     poll::parked(ctx, &id);
+    // Held permits may have been taken by others (Redisson's Lua) with no timer of ours.
+    if permits {
+        super::reclaim::arm(ctx, &id);
+    }
     if let Some(owner) = fair {
         fair_waiters::parked(ctx, &id, &owner);
     }

@@ -67,6 +67,9 @@ pub fn polled() {
 /// reads as free but cannot be taken, and is refused with 0 ("retry now": the retry waits for
 /// the pause to end like any write). Never a grant, since granting is a write.
 pub fn refusal(ctx: &Ctx, key: &[u8], req: &Request) -> Reply {
+    if let Some(r) = req.sync_refusal() {
+        return r;
+    }
     let name = ctx.string(key);
     let k = ctx.open_key(name.as_ref(), false);
     let ttl = match k.kind() {
@@ -78,7 +81,7 @@ pub fn refusal(ctx: &Ctx, key: &[u8], req: &Request) -> Reply {
         Request::Fair { noqueue: true, .. } => 1,
         // Redisson's reply to a waiter already queued: the lock's PTTL, at least 0.
         Request::Fair { .. } => ttl.max(0),
-        Request::Lock { .. } | Request::Read { .. } | Request::Write { .. } => ttl,
+        _ => ttl,
     };
     // A fenced refusal carries no token: `[refusal, -1]`, as the fenced commands reply.
     match req {

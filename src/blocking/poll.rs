@@ -40,8 +40,10 @@ pub const POLL_MS: i64 = 5;
 /// some 32 us to a tick, about 0.6% of a core at one tick per 5 ms.
 pub const BATCH: usize = 64;
 
-/// What a poll compares: the lock key's (type, length, expiry) and its fair queue's length.
-type Sig = (KeyKind, usize, Option<i64>, usize);
+/// What a poll compares: the lock key's (type, length, expiry), its fair queue's length, and
+/// for a string (a synchronizer's counter) a hash of its value: `INCRBY 3` on `4` keeps the
+/// length.
+type Sig = (KeyKind, usize, Option<i64>, usize, u64);
 
 #[derive(Default)]
 struct Poll {
@@ -69,11 +71,17 @@ fn sig(ctx: &Ctx, id: &LockId) -> Sig {
         let k = ctx.open_key(s.as_ref(), false);
         let kind = k.kind();
         let at = if kind == KeyKind::Empty { None } else { k.expire_at() };
-        (kind, k.len(), at)
+        let value = if kind == KeyKind::String { content(&k.string_get()) } else { 0 };
+        (kind, k.len(), at, value)
     };
-    let (kind, len, at) = look(&id.1);
-    let (_, queued, _) = look(&crate::core::names::fair_queue_buf(&id.1));
-    (kind, len, at, queued)
+    let (kind, len, at, value) = look(&id.1);
+    let (_, queued, _, _) = look(&crate::core::names::fair_queue_buf(&id.1));
+    (kind, len, at, queued, value)
+}
+
+/// FNV-1a of a string value: a counter's few bytes.
+fn content(v: &[u8]) -> u64 {
+    v.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 fn arm(ctx: &Ctx) {

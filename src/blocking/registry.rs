@@ -51,13 +51,22 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
             Request::Read { .. } => "read",
             Request::Write { .. } => "write",
             Request::Fair { .. } => "fair",
+            Request::Semaphore { .. } => "semaphore",
+            Request::Permits { .. } => "psemaphore",
+            Request::Latch => "countdown",
         };
-        let owner = w.req.owner().to_vec();
+        // A synchronizer's waiter has no owner: the permits it wants stand in its place.
+        let owner = if w.req.is_sync() { w.req.permits().to_string().into_bytes() } else { w.req.owner().to_vec() };
         crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
     with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
         .flatten()
         .unwrap_or_default()
+}
+
+/// Number of synchronizer waiters parked now.
+pub fn parked_sync_now() -> usize {
+    with(|r| r.locks.values().map(|q| q.iter().filter(|w| w.req.is_sync()).count()).sum()).unwrap_or(0)
 }
 
 /// Remembers which databases a lock key has parked clients in, so a change reported by name

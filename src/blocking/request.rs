@@ -9,7 +9,9 @@ use crate::core::{Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 
+use crate::core::access::{KeyUse, Need};
 use crate::core::rwlock::Writers;
+use crate::core::{countdown, permits, semaphore};
 
 /// What a parked client asked for: enough to retry the same acquire.
 /// A command builds it around its own owner argument (`Request<&[u8]>`, no copy); a client
@@ -24,6 +26,12 @@ pub enum Request<O = Vec<u8>> {
     Write { owner: O, lease: i64, token: bool },
     /// `FAIRLOCK.ACQUIRE`, fenced with `TOKEN`.
     Fair { owner: O, lease: i64, wait: i64, noqueue: bool, token: bool },
+    /// `SEMAPHORE.ACQUIRE name permits`.
+    Semaphore { permits: i64 },
+    /// `PSEMAPHORE.ACQUIRE name permits lease_ms` (`lease` 0: no lease).
+    Permits { permits: i64, lease: i64 },
+    /// `COUNTDOWN.AWAIT name`.
+    Latch,
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -42,6 +50,9 @@ impl<O: AsRef<[u8]>> Request<O> {
             Request::Read { lease, .. } => Request::Read { owner, lease },
             Request::Write { lease, token, .. } => Request::Write { owner, lease, token },
             Request::Fair { lease, wait, noqueue, token, .. } => Request::Fair { owner, lease, wait, noqueue, token },
+            Request::Semaphore { permits } => Request::Semaphore { permits },
+            Request::Permits { permits, lease } => Request::Permits { permits, lease },
+            Request::Latch => Request::Latch,
         }
     }
 
@@ -51,7 +62,9 @@ impl<O: AsRef<[u8]>> Request<O> {
             Request::Lock { lease, .. }
             | Request::Read { lease, .. }
             | Request::Write { lease, .. }
-            | Request::Fair { lease, .. } => *lease,
+            | Request::Fair { lease, .. }
+            | Request::Permits { lease, .. } => *lease,
+            Request::Semaphore { .. } | Request::Latch => 0,
         }
     }
 
@@ -62,6 +75,9 @@ impl<O: AsRef<[u8]>> Request<O> {
             Request::Read { .. } => "rwlock.rlock",
             Request::Write { .. } => "rwlock.wlock",
             Request::Fair { .. } => "fairlock.acquire",
+            Request::Semaphore { .. } => "semaphore.acquire",
+            Request::Permits { .. } => "psemaphore.acquire",
+            Request::Latch => "countdown.await",
         }
     }
 
@@ -71,6 +87,31 @@ impl<O: AsRef<[u8]>> Request<O> {
             | Request::Read { owner, .. }
             | Request::Write { owner, .. }
             | Request::Fair { owner, .. } => owner.as_ref(),
+            Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch => b"",
+        }
+    }
+
+    /// A synchronizer's wait (no owner, no lease of a lock): served strictly in arrival order.
+    pub fn is_sync(&self) -> bool {
+        matches!(self, Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch)
+    }
+
+    /// The permits a semaphore waiter wants (0 for the others), for `SYNC.INFO`.
+    pub fn permits(&self) -> i64 {
+        match self {
+            Request::Semaphore { permits } | Request::Permits { permits, .. } => *permits,
+            _ => 0,
+        }
+    }
+
+    /// What a synchronizer's waiter is answered when it leaves without being served (its
+    /// `BLOCK` ran out): the refusal, with no write and no look at the keyspace, so it never
+    /// takes permits past an earlier waiter. None for the locks, which look again.
+    pub fn sync_refusal(&self) -> Option<Reply> {
+        match self {
+            Request::Semaphore { .. } | Request::Latch => Some(Reply::Int(0)),
+            Request::Permits { .. } => Some(Reply::Nil),
+            _ => None,
         }
     }
 }
@@ -97,7 +138,12 @@ pub(super) fn attempt_for_waiter(
     req: &Request,
     writers: Writers,
 ) -> Result<Attempt> {
-    crate::core::permit(store, || vec![crate::core::access::lock(key)])?;
+    let need = match req {
+        // A latch's waiter only reads it.
+        Request::Latch => Need::Key(key.to_vec(), KeyUse::Read),
+        _ => crate::core::access::lock(key),
+    };
+    crate::core::permit(store, || vec![need])?;
     attempt(store, key, req, writers)
 }
 
@@ -111,9 +157,13 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
     writers: Writers,
 ) -> Result<Attempt> {
     debug_assert_eq!(owner, req.owner());
+    if req.is_sync() {
+        // A parked waiter, served in arrival order: nobody is ahead of it.
+        return attempt_sync(store, key, req, false);
+    }
     let token = match req {
         Request::Lock { token, .. } | Request::Write { token, .. } | Request::Fair { token, .. } => *token,
-        Request::Read { .. } => false,
+        Request::Read { .. } | Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch => false,
     };
     let grant = |store: &mut RedisStore| match req {
         Request::Lock { lease, .. } => reentrant::acquire(store, key, owner, *lease),
@@ -123,6 +173,7 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
             let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
             fair::acquire(store, key, owner, *lease, *wait, if_refused)
         }
+        Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch => Ok(Acquired::Refused(0)),
     };
     let (outcome, reply) = if token {
         fencing::fenced(store, key, grant)?
@@ -146,4 +197,38 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
             Attempt::Granted(reply)
         }
     })
+}
+
+/// One try of a synchronizer's wait (`req.is_sync()`), the exact code path of its
+/// non-blocking command: take the permits (none while `queued_ahead`: someone is parked
+/// first), or see the latch open. Replies: `1`/`0` (semaphore, latch), the new permits' ids
+/// or nil (expirable semaphore).
+pub(super) fn attempt_sync<O>(
+    store: &mut RedisStore,
+    key: &[u8],
+    req: &Request<O>,
+    queued_ahead: bool,
+) -> Result<Attempt> {
+    let yes_no = |ok: bool| if ok { Attempt::Granted(Reply::Int(1)) } else { Attempt::Refused(Reply::Int(0)) };
+    let outcome = match *req {
+        Request::Semaphore { permits } => yes_no(semaphore::acquire(store, key, permits, queued_ahead)?),
+        Request::Permits { permits, lease } => {
+            let now = crate::core::Store::now(store);
+            let until = if lease == 0 { permits::NO_LEASE } else { crate::core::deadline(now, lease)? };
+            let new_id = crate::ffi::random::bytes::<{ permits::ID_LEN }>;
+            match permits::acquire(store, key, permits, until, queued_ahead, new_id)? {
+                permits::Acquire::Granted(ids) => {
+                    let hex = |id: &permits::PermitId| Reply::Bulk(permits::id_hex(id).into_bytes());
+                    Attempt::Granted(Reply::Array(ids.iter().map(hex).collect()))
+                }
+                permits::Acquire::Refused { .. } => Attempt::Refused(Reply::Nil),
+            }
+        }
+        Request::Latch => yes_no(countdown::is_open(store, key)?),
+        _ => return Err(crate::core::LockError::Syntax),
+    };
+    if let Attempt::Granted(_) = outcome {
+        stats::SYNC_GRANTED.inc();
+    }
+    Ok(outcome)
 }

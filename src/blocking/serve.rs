@@ -104,8 +104,15 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
         // error the command would give.
         Err(e) => Reply::Error(e.to_string()),
     };
+    if matches!(req, Request::Permits { .. }) {
+        // The new permits' leases: the reclaim timer is due no later than the first to end.
+        super::reclaim::arm(ctx, id);
+    }
     if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
         stats::HANDOFFS.inc();
+        if req.is_sync() {
+            stats::SYNC_HANDOFFS.inc();
+        }
         w.bc.unblock(Some(reply));
     }
     true

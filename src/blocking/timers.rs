@@ -8,7 +8,7 @@ use std::ffi::CStr;
 use super::registry::with;
 use super::serve::serve;
 use super::waiter::{LockId, TimerData};
-use super::{fair_waiters, poll};
+use super::{fair_waiters, poll, reclaim};
 use crate::ffi::timers::Timer;
 use crate::ffi::Ctx;
 
@@ -18,6 +18,7 @@ impl Timer for TimerData {
             TimerData::FairCancels => c"lockmod-fair-cancels",
             TimerData::FairTick => c"lockmod-fair-tick",
             TimerData::Poll => c"lockmod-poll",
+            TimerData::Reclaim { .. } => c"lockmod-reclaim",
             _ => c"lockmod-timer",
         }
     }
@@ -50,6 +51,7 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::FairCancels => {}
         TimerData::Poll => poll::fired(),
         TimerData::Resume => paused::polled(),
+        TimerData::Reclaim { db, key } => reclaim::fired(&(*db, key.clone())),
     }
     match paused::gate(ctx) {
         Gate::Open => {}
@@ -58,6 +60,7 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
             with(|r| r.pending.clear());
             fair_waiters::forget_cancels();
             poll::clear();
+            reclaim::clear();
             return;
         }
     }
@@ -66,12 +69,14 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::FairTick => fair_waiters::tick(ctx),
         TimerData::FairCancels => fair_waiters::run_cancels(ctx),
         TimerData::Poll => poll::tick(ctx, serve),
+        TimerData::Reclaim { .. } => reclaim::run_due(ctx, serve),
         // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
         // and serving its lock would purge it.
         TimerData::Resume => {
             fair_waiters::tick_now(ctx);
             fair_waiters::run_cancels(ctx);
             serve_pending(ctx);
+            reclaim::run_due(ctx, serve);
             poll::resume(ctx);
         }
     }

@@ -41,4 +41,6 @@ pub enum TimerData {
     Poll,
     /// Writes were paused: run what waited, if they may run now (`paused`).
     Resume,
+    /// The earliest lease of an expirable semaphore's permits ends now (`reclaim`).
+    Reclaim { db: i32, key: Vec<u8> },
 }

@@ -4,13 +4,20 @@
 //!
 //! May import: blocking, effects, acl, ffi, core. Imported by server (the command table).
 
+pub mod countdown;
 pub mod fair;
 pub mod holds;
 pub mod info;
 pub mod lock;
+pub mod psemaphore;
 pub mod rwlock;
+pub mod semaphore;
+pub mod sync_info;
 
+use crate::blocking;
 use crate::core::{deadline, Latch, LockError, Result};
+use crate::effects::stats;
+use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
 /// Parses a positive time in ms (a lease, a wait, a latch lifetime) of command `cmd`: its
@@ -48,6 +55,43 @@ fn parse_block_ms_at(b: &[u8], cmd: &'static str, now: i64) -> Result<i64> {
         deadline(now, v).map_err(|e| e.in_command(cmd))?;
     }
     Ok(v)
+}
+
+/// Runs a synchronizer's write on the command's store, then serves its parked clients.
+pub fn write<T>(
+    ctx: &Ctx,
+    args: &Args,
+    cmd: &'static str,
+    f: impl FnOnce(&mut RedisStore) -> crate::core::Result<T>,
+) -> crate::core::Result<T> {
+    stats::SYNC_CALLS.inc();
+    let mut store = RedisStore::new(ctx, args);
+    let out = f(&mut store).map_err(|e| e.in_command(cmd));
+    drop(store);
+    blocking::serve_now(ctx);
+    out
+}
+
+/// Parses a count of permits (or a latch's count): an integer, not below 0.
+pub fn parse_count(b: &[u8], what: &'static str) -> Result<i64> {
+    let v = crate::core::parse_i64(b).ok_or(LockError::NotInteger)?;
+    if v < 0 {
+        return Err(LockError::Negative(what));
+    }
+    Ok(v)
+}
+
+/// The optional `BLOCK ms` of a synchronizer's wait, from argument `from` on.
+pub fn parse_block(args: &Args, from: usize, cmd: &'static str) -> Result<Option<i64>> {
+    Ok(parse_options(args, from, Accepts { block: true, ..Accepts::default() }, cmd)?.block)
+}
+
+/// Checks the number of arguments: exactly `n` (command name included).
+pub fn exact(args: &Args, n: usize, cmd: &'static str) -> Result<()> {
+    if args.len() != n {
+        return Err(LockError::WrongArity(cmd));
+    }
+    Ok(())
 }
 
 /// Checks the number of arguments: at least `min` (command name included).

@@ -30,6 +30,7 @@ pub mod reply;
 pub mod rwlock;
 pub mod semaphore;
 pub mod store;
+pub mod sync_info;
 pub mod sync_names;
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use crate::ffi::{Arg, Args, Ctx, KeyKind, StrRef};
 use crate::watch::hold_index;
 
 mod collections;
+mod counters;
 mod keys;
 mod read_holds;
 pub mod served;

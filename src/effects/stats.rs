@@ -58,6 +58,18 @@ pub static EXPIRED_HELD: Counter = Counter::new();
 /// Times a change armed the 0 ms timer that serves locks with parked clients (a release by the
 /// module's own command serves in the command and arms none).
 pub static SERVE_TIMERS: Counter = Counter::new();
+/// Synchronizer commands run (`SEMAPHORE.*`, `PSEMAPHORE.*`, `COUNTDOWN.*`).
+pub static SYNC_CALLS: Counter = Counter::new();
+/// Synchronizer waits satisfied: permits taken, a latch seen open (first try or parked).
+pub static SYNC_GRANTED: Counter = Counter::new();
+/// Synchronizer waits refused (a BLOCK call that parks counts once).
+pub static SYNC_REFUSED: Counter = Counter::new();
+/// Synchronizer waiters parked with BLOCK, in total (also in `PARKED`).
+pub static SYNC_PARKED: Counter = Counter::new();
+/// Parked synchronizer waiters served (also in `HANDOFFS`).
+pub static SYNC_HANDOFFS: Counter = Counter::new();
+/// Expired permits of the expirable semaphore returned by the module's timer.
+pub static PERMITS_RECLAIMED: Counter = Counter::new();
 
 /// Every counter, for `CONFIG RESETSTAT`.
 const ALL: &[&Counter] = &[
@@ -73,6 +85,12 @@ const ALL: &[&Counter] = &[
     &DISCONNECTS,
     &EXPIRED_HELD,
     &SERVE_TIMERS,
+    &SYNC_CALLS,
+    &SYNC_GRANTED,
+    &SYNC_REFUSED,
+    &SYNC_PARKED,
+    &SYNC_HANDOFFS,
+    &PERMITS_RECLAIMED,
 ];
 
 /// `CONFIG RESETSTAT`: every counter back to 0.

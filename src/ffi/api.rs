@@ -118,6 +118,8 @@ needed_apis!(
     RedisModule_InfoAddFieldCString,
     // The script cache (script_cache.rs).
     RedisModule_CallReplyInteger,
+    // Permit ids of the expirable semaphore (random.rs).
+    RedisModule_GetRandomBytes,
 );
 
 // Test code only (compiled under cfg(test)): an unwrap, expect or panic here is a failed test,

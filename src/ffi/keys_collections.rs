@@ -160,6 +160,34 @@ impl Key {
         ok.then_some(score)
     }
 
+    /// Visits the members with `min <= score <= max`, lowest score first (ties by member), while
+    /// `f(member, score)` returns true: O(log N) to the first, then one step per member.
+    pub fn zset_walk(&self, min: f64, max: f64, mut f: impl FnMut(&[u8], f64) -> bool) {
+        if self.ptr.is_null() || self.kind() != KeyKind::Zset || min > max {
+            return;
+        }
+        // SAFETY: an inclusive score-range iterator, stopped before returning; each element is a
+        // new string we own, wrapped in an `RStr` (freed on drop) before `f` sees its bytes. The
+        // key is not modified while the iterator is open (`f` only reads what it is given).
+        unsafe {
+            if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, min, max, 0, 0) != OK {
+                return;
+            }
+            while api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 {
+                let mut score = 0f64;
+                let m = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
+                if m.is_null() {
+                    break;
+                }
+                let member = RStr { ctx: self.ctx, ptr: m };
+                if !f(member.bytes(), score) || api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
+                    break;
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(self.ptr);
+        }
+    }
+
     /// Every (member, score) of a zset, lowest score first.
     pub fn zset_all(&self) -> Vec<(Vec<u8>, f64)> {
         self.zset_entries().into_iter().map(|(m, score)| (m.bytes().to_vec(), score)).collect()

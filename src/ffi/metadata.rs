@@ -36,6 +36,8 @@ pub struct Arg {
     pub kind: ArgKind,
     pub token: Option<&'static str>,
     pub optional: bool,
+    /// Given one or more times (`id [id ...]`).
+    pub multiple: bool,
     pub subargs: &'static [Arg],
 }
 
@@ -121,7 +123,10 @@ impl Built {
                 r.token = self.c(t);
             }
             if a.optional {
-                r.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+                r.flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+            }
+            if a.multiple {
+                r.flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
             }
             r.subargs = self.args(a.subargs);
             out.push(r);

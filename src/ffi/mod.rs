@@ -77,6 +77,7 @@ pub mod memory;
 pub mod metadata;
 pub mod modified;
 pub mod pause;
+pub mod random;
 pub mod script_cache;
 pub mod shared;
 pub mod timers;

@@ -27,6 +27,16 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("command_filter", i64::from(watch::active())),
     ];
     fields.extend(redisson::stats::info_fields());
+    // The synchronizers' (issue 26), after every earlier field.
+    fields.extend([
+        ("sync_calls", g(&stats::SYNC_CALLS)),
+        ("sync_granted", g(&stats::SYNC_GRANTED)),
+        ("sync_refused", g(&stats::SYNC_REFUSED)),
+        ("sync_blocked_now", blocking::parked_sync_now() as i64),
+        ("sync_blocked_total", g(&stats::SYNC_PARKED)),
+        ("sync_handoffs", g(&stats::SYNC_HANDOFFS)),
+        ("permits_reclaimed", g(&stats::PERMITS_RECLAIMED)),
+    ]);
     fields
 }
 

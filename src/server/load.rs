@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::command_fn;
-use crate::commands::{fair, holds, info, lock, rwlock};
+use crate::commands::{countdown, fair, holds, info, lock, psemaphore, rwlock, semaphore, sync_info};
 use crate::ffi::{self, CommandFn};
 
 /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -37,6 +37,33 @@ fn command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
         (c"lock.holds", command_fn!(holds::lock_holds), c"readonly fast"),
         (c"rwlock.holds", command_fn!(holds::rwlock_holds), c"readonly fast"),
         (c"fairlock.holds", command_fn!(holds::fairlock_holds), c"readonly fast"),
+    ]
+}
+
+/// The synchronizers (issue 26), as the locks: a take that may wait is `deny-oom blocking`
+/// and not `fast`; what returns permits or counts down is `write` only (it must work when
+/// memory is full); the expirable semaphore's reclaim of expired permits is O(expired).
+fn sync_command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
+    vec![
+        (c"semaphore.trysetpermits", command_fn!(semaphore::semaphore_trysetpermits), c"write deny-oom fast"),
+        (c"semaphore.acquire", command_fn!(semaphore::semaphore_acquire), c"write deny-oom blocking"),
+        (c"semaphore.release", command_fn!(semaphore::semaphore_release), c"write fast"),
+        (c"semaphore.addpermits", command_fn!(semaphore::semaphore_addpermits), c"write deny-oom fast"),
+        (c"semaphore.drain", command_fn!(semaphore::semaphore_drain), c"write fast"),
+        (c"semaphore.available", command_fn!(semaphore::semaphore_available), c"readonly fast"),
+        (c"psemaphore.trysetpermits", command_fn!(psemaphore::psemaphore_trysetpermits), c"write deny-oom fast"),
+        (c"psemaphore.setpermits", command_fn!(psemaphore::psemaphore_setpermits), c"write deny-oom fast"),
+        (c"psemaphore.acquire", command_fn!(psemaphore::psemaphore_acquire), c"write deny-oom blocking"),
+        (c"psemaphore.release", command_fn!(psemaphore::psemaphore_release), c"write"),
+        (c"psemaphore.updatelease", command_fn!(psemaphore::psemaphore_updatelease), c"write"),
+        (c"psemaphore.available", command_fn!(psemaphore::psemaphore_available), c"write"),
+        (c"psemaphore.acquired", command_fn!(psemaphore::psemaphore_acquired), c"write"),
+        (c"countdown.trysetcount", command_fn!(countdown::countdown_trysetcount), c"write deny-oom fast"),
+        (c"countdown.decr", command_fn!(countdown::countdown_decr), c"write fast"),
+        (c"countdown.count", command_fn!(countdown::countdown_count), c"readonly fast"),
+        (c"countdown.await", command_fn!(countdown::countdown_await), c"readonly blocking"),
+        // O(COUNT): not `fast`. Read-only, so it runs on a replica.
+        (c"sync.info", command_fn!(sync_info::sync_info), c"readonly"),
     ]
 }
 
@@ -81,6 +108,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::watch::names::reset();
     crate::effects::stats::forget_all();
     crate::blocking::poll::reload();
+    crate::blocking::reclaim::reload();
     // The wake-up path hears of the module's own writes through `effects::served`.
     crate::blocking::register();
     // The calls the filter rewrote run through `redisson` when their command is dispatched.
@@ -89,7 +117,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
         return Status::Err;
     }
-    for (name, f, flags) in command_table() {
+    for (name, f, flags) in command_table().into_iter().chain(sync_command_table()) {
         if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
             ctx.log_warning(&format!("lockmod: could not register {name:?}"));
             return Status::Err;
@@ -97,7 +125,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
     // only where the command exists.
-    for meta in super::metadata::COMMANDS {
+    for meta in super::metadata::COMMANDS.iter().chain(super::metadata_sync::COMMANDS) {
         if !ffi::metadata::apply(ctx, meta, super::metadata::SINCE) {
             ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
             return Status::Err;

@@ -9,24 +9,40 @@ use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
 /// `COMMAND DOCS` "since": every command so far came with the first release.
 pub const SINCE: &str = crate::server::version::FIRST_RELEASE;
 
-const fn arg(name: &'static str, kind: ArgKind) -> Arg {
-    Arg { name, kind, token: None, optional: false, subargs: &[] }
+pub(super) const fn arg(name: &'static str, kind: ArgKind) -> Arg {
+    Arg { name, kind, token: None, optional: false, multiple: false, subargs: &[] }
 }
 
 const KEY: Arg = arg("key", ArgKind::Key);
 const OWNER: Arg = arg("owner", ArgKind::String);
 const LEASE: Arg = arg("lease", ArgKind::Integer);
 const WAIT: Arg = arg("wait", ArgKind::Integer);
-const COUNT: Arg = Arg { name: "count", kind: ArgKind::Integer, token: Some("COUNT"), optional: true, subargs: &[] };
-const BLOCK: Arg = Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, subargs: &[] };
-const TOKEN: Arg = Arg { name: "token", kind: ArgKind::PureToken, token: Some("TOKEN"), optional: true, subargs: &[] };
-const NOQUEUE: Arg =
-    Arg { name: "noqueue", kind: ArgKind::PureToken, token: Some("NOQUEUE"), optional: true, subargs: &[] };
+pub(super) const COUNT: Arg =
+    Arg { name: "count", kind: ArgKind::Integer, token: Some("COUNT"), optional: true, multiple: false, subargs: &[] };
+pub(super) const BLOCK: Arg =
+    Arg { name: "ms", kind: ArgKind::Integer, token: Some("BLOCK"), optional: true, multiple: false, subargs: &[] };
+const TOKEN: Arg = Arg {
+    name: "token",
+    kind: ArgKind::PureToken,
+    token: Some("TOKEN"),
+    optional: true,
+    multiple: false,
+    subargs: &[],
+};
+const NOQUEUE: Arg = Arg {
+    name: "noqueue",
+    kind: ArgKind::PureToken,
+    token: Some("NOQUEUE"),
+    optional: true,
+    multiple: false,
+    subargs: &[],
+};
 const LATCH: Arg = Arg {
     name: "latch",
     kind: ArgKind::Block,
     token: Some("LATCH"),
     optional: true,
+    multiple: false,
     subargs: &[arg("request_id", ArgKind::String), arg("latch_ms", ArgKind::Integer)],
 };
 const SIDE: Arg = Arg {
@@ -34,9 +50,24 @@ const SIDE: Arg = Arg {
     kind: ArgKind::OneOf,
     token: None,
     optional: false,
+    multiple: false,
     subargs: &[
-        Arg { name: "read", kind: ArgKind::PureToken, token: Some("READ"), optional: false, subargs: &[] },
-        Arg { name: "write", kind: ArgKind::PureToken, token: Some("WRITE"), optional: false, subargs: &[] },
+        Arg {
+            name: "read",
+            kind: ArgKind::PureToken,
+            token: Some("READ"),
+            optional: false,
+            multiple: false,
+            subargs: &[],
+        },
+        Arg {
+            name: "write",
+            kind: ArgKind::PureToken,
+            token: Some("WRITE"),
+            optional: false,
+            multiple: false,
+            subargs: &[],
+        },
     ],
 };
 
