@@ -126,7 +126,7 @@ export interface SemaphoreAcquireOptions {
 }
 
 export interface PermitAcquireOptions extends SemaphoreAcquireOptions {
-  /** Lease in ms of each permit (default: the semaphore's `lease`). */
+  /** Lease in ms of each permit (default: the semaphore's `lease`; none: never expires). */
   lease?: number;
 }
 
@@ -138,7 +138,7 @@ export interface AwaitOptions {
 }
 
 export interface PermitExpirableSemaphoreOptions {
-  /** Default lease in ms of every acquire (an acquire without one needs its own `lease`). */
+  /** Default lease in ms of every acquire (without one, a permit never expires, as Redisson's acquire()). */
   lease?: number;
 }
 
@@ -174,7 +174,7 @@ export class PermitExpirableSemaphore {
   tryRelease(ids: string | readonly string[]): Promise<boolean>;
   /** As tryRelease; rejects with LockNotHeldError when nothing was released. */
   release(ids: string | readonly string[]): Promise<void>;
-  /** Sets a held permit's lease to `lease` ms from now; false if it is gone. */
+  /** Sets a held permit's lease to `lease` ms from now (0: never expires); false if it is gone. */
   updateLease(id: string, lease: number): Promise<boolean>;
   availablePermits(): Promise<number>;
   acquiredPermits(): Promise<number>;

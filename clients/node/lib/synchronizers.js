@@ -157,12 +157,10 @@ class PermitExpirableSemaphore extends SyncObject {
     this.holds = new Map();
   }
 
+  /** The lease of an acquire; 0 (never expires, Redisson's acquire() without one) if none. */
   leaseOf(options) {
     const lease = options.lease ?? this.lease;
-    if (lease === undefined) {
-      throw new RangeError(`a permit of ${this.key} needs a lease: give lease to acquire or to the semaphore`);
-    }
-    return positive(lease, 'lease');
+    return lease === undefined ? 0 : positive(lease, 'lease');
   }
 
   /** Sets the permits if the semaphore does not exist; true if it was set. */
@@ -176,7 +174,8 @@ class PermitExpirableSemaphore extends SyncObject {
   }
 
   /**
-   * Takes `permits` (default 1) for `lease` ms (default: the semaphore's), waiting as
+   * Takes `permits` (default 1) for `lease` ms (default: the semaphore's; none: they never
+   * expire), waiting as
    * Semaphore.acquire. Resolves their ids (32 hex digits each), or null when not taken.
    */
   async acquire(options = {}) {
@@ -204,13 +203,13 @@ class PermitExpirableSemaphore extends SyncObject {
     }
   }
 
-  /** Sets the lease of a permit still held to `lease` ms from now; false if it is gone. */
+  /** Sets the lease of a permit still held to `lease` ms from now (0: never expires); false if it is gone. */
   async updateLease(id, lease) {
     const [one] = idList(id);
     const sentAt = now();
-    const ok = Number(await this.read('PSEMAPHORE.UPDATELEASE', [one, positive(lease, 'lease')])) === 1;
+    const ok = Number(await this.read('PSEMAPHORE.UPDATELEASE', [one, nonNegative(lease, 'lease')])) === 1;
     const hold = this.holds.get(one);
-    if (ok && hold) hold.extend(one, sentAt + lease);
+    if (ok && hold) hold.extend(one, lease === 0 ? Infinity : sentAt + lease);
     return ok;
   }
 
@@ -234,7 +233,7 @@ class PermitExpirableSemaphore extends SyncObject {
     const sentAt = now();
     const ids = await this.acquire({ ...options, lease });
     if (ids == null) return null;
-    const hold = new PermitHold(this, ids, sentAt + lease);
+    const hold = new PermitHold(this, ids, lease === 0 ? Infinity : sentAt + lease);
     for (const id of ids) this.holds.set(id, hold);
     return {
       what: `${ids.length} permit(s) of ${this.key}`,
@@ -270,6 +269,7 @@ class PermitHold {
   arm() {
     clearTimeout(this.timer);
     const first = Math.min(...this.deadlines.values());
+    if (first === Infinity) return;
     this.timer = setTimeout(() => {
       this.lost = new LockLostError(`a permit lease of ${this.sem.key} ran out before release`);
       this.controller.abort(this.lost);

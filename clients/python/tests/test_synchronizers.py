@@ -76,8 +76,6 @@ def test_arguments_are_checked_before_anything_is_sent() -> None:
         sem.add_permits(1.0)
     with pytest.raises(ValueError):
         sem.try_set_permits(1, lease_ms=0)
-    with pytest.raises(ValueError, match="needs a lease"):
-        PermitExpirableSemaphore(r, "p").acquire()
     with pytest.raises(ValueError):
         PermitExpirableSemaphore(r, "p", lease_ms=-5)
     with pytest.raises(ValueError):
@@ -187,6 +185,9 @@ def test_expirable_permits_have_ids_and_leases_in_redissons_zset(r: redis.Redis)
     assert psem.available_permits() == 3 and psem.acquired_permits() == 0
     psem.set_permits(5)
     assert psem.available_permits() == 5
+    # Without a lease (here or on the semaphore) a permit never expires, as Redisson's acquire().
+    forever = PermitExpirableSemaphore(r, "jobs").acquire()
+    assert r.zscore("{jobs}:timeout", bytes.fromhex(forever[0])) == 922_337_203_685_477
 
 
 def test_an_expired_permit_comes_back_by_itself_and_its_hold_learns_it(r: redis.Redis) -> None:

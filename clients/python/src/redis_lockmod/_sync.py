@@ -126,7 +126,8 @@ class PermitArgs:
 
     @staticmethod
     def acquire(name: str, permits: int, lease_ms: int, block_ms: Optional[int]) -> Tuple[Any, ...]:
-        args = ("PSEMAPHORE.ACQUIRE", name, positive(permits, "permits"), positive(lease_ms, "lease_ms"))
+        # A lease of 0: the permit never expires (Redisson's acquire() without a lease).
+        args = ("PSEMAPHORE.ACQUIRE", name, positive(permits, "permits"), non_negative(lease_ms, "lease_ms"))
         return with_block(args, block_ms)
 
 

@@ -20,7 +20,8 @@ layout, so a Redisson client shares them by name)::
 
 Options (keyword arguments): ``timeout`` (seconds ``with`` waits, None: no limit),
 ``command_timeout`` (socket timeout of each command; a ``BLOCK`` wait gets its wait on top),
-and for `PermitExpirableSemaphore` ``lease_ms`` (each permit's default lease).
+and for `PermitExpirableSemaphore` ``lease_ms`` (each permit's default lease; without one a
+permit never expires, as Redisson's ``acquire()`` without a lease).
 """
 
 from __future__ import annotations
@@ -121,10 +122,9 @@ class PermitExpirableSemaphore(_SyncObject):
         self.lease_ms = None if lease_ms is None else _sync.positive(lease_ms, "lease_ms")
 
     def _lease(self, lease_ms: Optional[int]) -> int:
+        """The lease of an acquire; 0 (never expires) when neither it nor the semaphore has one."""
         lease = self.lease_ms if lease_ms is None else lease_ms
-        if lease is None:
-            raise ValueError(f"a permit of {self.name!r} needs a lease: give lease_ms to acquire or to the semaphore")
-        return _sync.positive(lease, "lease_ms")
+        return 0 if lease is None else _sync.positive(lease, "lease_ms")
 
     def try_set_permits(self, permits: int) -> bool:
         """Sets the permits if the semaphore does not exist yet; True if it was set."""
@@ -142,8 +142,8 @@ class PermitExpirableSemaphore(_SyncObject):
         blocking: bool = True,
         timeout: Optional[float] = None,
     ) -> Optional[List[str]]:
-        """Takes ``permits`` permits for ``lease_ms`` (default: the semaphore's), waiting as
-        `Semaphore.acquire`. Returns their ids (32 hex digits each), or None when not taken."""
+        """Takes ``permits`` permits for ``lease_ms`` (default: the semaphore's; none: they never
+        expire), waiting as `Semaphore.acquire`. Returns their ids (32 hex digits each), or None when not taken."""
         lease = self._lease(lease_ms)
         block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
         return _sync.parse_ids(self._once(PermitArgs.acquire(self.name, permits, lease, block_ms), sock))
@@ -163,8 +163,9 @@ class PermitExpirableSemaphore(_SyncObject):
             )
 
     def update_lease(self, permit_id: str, lease_ms: int) -> bool:
-        """Sets the lease of a permit still held to ``lease_ms`` from now; False if it is gone."""
-        args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.positive(lease_ms, "lease_ms"))
+        """Sets the lease of a permit still held to ``lease_ms`` from now (0: never expires);
+        False if it is gone."""
+        args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.non_negative(lease_ms, "lease_ms"))
         return int(self._read(args)) == 1
 
     def available_permits(self) -> int:

@@ -178,10 +178,9 @@ class PermitExpirableSemaphore(_AsyncObject):
         self.lease_ms = None if lease_ms is None else _sync.positive(lease_ms, "lease_ms")
 
     def _lease(self, lease_ms: Optional[int]) -> int:
+        """The lease of an acquire; 0 (never expires) when neither it nor the semaphore has one."""
         lease = self.lease_ms if lease_ms is None else lease_ms
-        if lease is None:
-            raise ValueError(f"a permit of {self.name!r} needs a lease: give lease_ms to acquire or to the semaphore")
-        return _sync.positive(lease, "lease_ms")
+        return 0 if lease is None else _sync.positive(lease, "lease_ms")
 
     async def try_set_permits(self, permits: int) -> bool:
         return int(await self._once(("PSEMAPHORE.TRYSETPERMITS", self.name, _sync.non_negative(permits, "permits")))) == 1
@@ -222,7 +221,7 @@ class PermitExpirableSemaphore(_AsyncObject):
             )
 
     async def update_lease(self, permit_id: str, lease_ms: int) -> bool:
-        args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.positive(lease_ms, "lease_ms"))
+        args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.non_negative(lease_ms, "lease_ms"))
         return int(await self._read(args)) == 1
 
     async def available_permits(self) -> int:
