@@ -114,13 +114,22 @@ class LockClient {
     const timer = blockMs > 0 ? blockMs + this.blockGrace : undefined;
     let aborted = false;
     let unblocking = null;
+    let noReply = null;
     const onAbort = () => {
       aborted = true;
       if (conn.lockmodId == null) {
         this.waits.drop(conn);
         return;
       }
-      unblocking = this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT').catch(() => this.waits.drop(conn));
+      unblocking = this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT').then(
+        (unblocked) => {
+          // Its reply (0, or a grant that came first) follows at once, except when the grant
+          // and the unblock fell in the same event-loop iteration of the server: Redis 7.0
+          // then drops the reply of the module-blocked client. Bounded by blockGrace.
+          if (Number(unblocked) === 1) noReply = setTimeout(() => this.waits.drop(conn), this.blockGrace);
+        },
+        () => this.waits.drop(conn),
+      );
     };
     if (signal != null) signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -128,11 +137,13 @@ class LockClient {
       if (signal != null) signal.removeEventListener('abort', onAbort);
       // The unblock must have run before the connection serves another wait.
       if (unblocking) await unblocking;
+      clearTimeout(noReply);
       this.waits.give(conn);
       return aborted ? { reply, aborted } : { reply };
     } catch (err) {
       if (signal != null) signal.removeEventListener('abort', onAbort);
       if (unblocking) await unblocking;
+      clearTimeout(noReply);
       if (isReplyError(err)) {
         this.waits.give(conn);
         throw err;

@@ -364,3 +364,33 @@ def test_a_grant_that_raced_the_cancellation_is_given_back(server, caplog) -> No
 
     asyncio.run(main())
     assert caplog.text.count("granted to a cancelled acquire") == 2
+
+
+def test_a_cancelled_wait_whose_unblock_meets_its_grant_in_one_server_iteration_ends(server) -> None:
+    # Redis 7.0 drops the reply of a module-blocked client granted and CLIENT UNBLOCKed in one
+    # event-loop iteration (here both pipelined on one connection): the settling must not hang.
+    async def main() -> None:
+        r = aredis.Redis(port=server.port)
+        await r.flushall()
+        sem = alocks.Semaphore(r, "asameloop", command_timeout=0.3)
+        transport = sem._session.transport
+
+        async def same_iteration(address, client_id, timeout):
+            pipe = r.pipeline(transaction=False)
+            pipe.execute_command("SEMAPHORE.RELEASE", "asameloop", 1)
+            pipe.execute_command("CLIENT", "UNBLOCK", client_id, "TIMEOUT")
+            return int((await pipe.execute())[1]) == 1
+
+        transport.unblock = same_iteration
+        task = asyncio.create_task(sem.acquire())
+        await parked(r, 1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        start = time.monotonic()
+        await alocks.close(r)  # the background settling ends
+        assert time.monotonic() - start < 5
+        await parked(r, 0)
+        await r.aclose()
+
+    asyncio.run(main())

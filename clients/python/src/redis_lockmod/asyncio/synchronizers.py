@@ -87,15 +87,26 @@ class _AsyncObject(_sync.SyncBase):
             if not inner.done():
                 link = sent["link"]
                 link.discard = True
-                unblocked = False
+                unblocked: Optional[bool] = None
                 if give_back is not None and link.client_id is not None:
                     try:
-                        await transport.unblock(sent["address"], link.client_id, self.command_timeout)
-                        unblocked = True
+                        unblocked = await transport.unblock(sent["address"], link.client_id, self.command_timeout)
                     except Exception as e:  # no permission (NOPERM), or the node is gone
                         log.warning("could not CLIENT UNBLOCK the cancelled wait on %s: %s", self.name, e)
-                if not unblocked:
+                if unblocked is None:
                     inner.cancel()  # closes the connection: the server drops the waiter
+                elif unblocked:
+                    # Its reply (0, or a grant that came first) follows at once, except when the
+                    # grant and the unblock fell in the same event-loop iteration of the server:
+                    # Redis 7.0 then drops the reply of the module-blocked client. Bounded.
+                    done, _ = await asyncio.wait({inner}, timeout=self.command_timeout)
+                    if not done:
+                        inner.cancel()
+                        log.warning(
+                            "the cancelled wait on %s got no reply after CLIENT UNBLOCK: a grant that raced it is lost",
+                            self.name,
+                        )
+                        return
             try:
                 replies = await inner
             except asyncio.CancelledError:
