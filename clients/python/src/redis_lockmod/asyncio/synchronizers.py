@@ -143,7 +143,7 @@ class Semaphore(_AsyncObject):
         async def give_back(reply: Any) -> None:
             if int(reply) == 1:
                 await self.release(permits)
-                log.warning("gave back %d permit(s) of %s granted to a cancelled acquire", permits, self.name)
+                log.info("gave back %d permit(s) of %s granted to a cancelled acquire", permits, self.name)
 
         return int(await self._wait(args, sock, give_back)) == 1
 
@@ -217,7 +217,7 @@ class PermitExpirableSemaphore(_AsyncObject):
             ids = _sync.parse_ids(reply)
             if ids:
                 await self.try_release(ids)
-                log.warning("gave back permit(s) %s of %s granted to a cancelled acquire", ids, self.name)
+                log.info("gave back permit(s) %s of %s granted to a cancelled acquire", ids, self.name)
 
         return _sync.parse_ids(await self._wait(args, sock, give_back))
 
