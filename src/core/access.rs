@@ -21,6 +21,15 @@
 //! | `FAIRLOCK.FORCEUNLOCK`     | queue, deadlines (rw)                           | the queue head's channel   |
 //! | `LOCK.INFO`                | token, queue, deadlines, read holds' `T` (r)    |                            |
 //! | a `BLOCK` grant            | the lock key (rw), then as the acquire          |                            |
+//! | `SEMAPHORE.TRYSETPERMITS`/`RELEASE`/`ADDPERMITS` |                         | `redisson_sc:{name}`       |
+//! | `PSEMAPHORE.*` but `TRYSETPERMITS` | `{name}:timeout` (rw; `SETPERMITS`: r) | `redisson_sc:{name}`       |
+//! | `PSEMAPHORE.TRYSETPERMITS` |                                                 | `redisson_sc:{name}`       |
+//! | `COUNTDOWN.TRYSETCOUNT`/`DECR` |                                             | the latch's channel        |
+//! | `SYNC.INFO`                | `{name}:timeout` (r)                            |                            |
+//!
+//! The synchronizers' algorithms (`core::semaphore`, `core::permits`, `core::countdown`,
+//! `core::sync_info`) declare these beside their writes, from `core::sync_names`; a parked
+//! synchronizer client's grant checks its key again (a latch's only for reading).
 //!
 //! The `RENEW`s of the reentrant and fair locks and the `HOLDS` commands touch only the lock
 //! key.
