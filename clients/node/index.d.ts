@@ -113,6 +113,85 @@ export class ReadWriteLock {
   writeLock(): WriteLock;
 }
 
+export interface SemaphoreAcquireOptions {
+  /** Permits to take (default 1). */
+  permits?: number;
+  /** Ms to wait in the server: undefined or Infinity waits without limit, 0 tries once. */
+  timeout?: number;
+  /**
+   * Stops the wait when aborted: the call rejects with `signal.reason`, and permits granted
+   * meanwhile are given back (the parked request is ended with CLIENT UNBLOCK ... TIMEOUT).
+   */
+  signal?: AbortSignal;
+}
+
+export interface PermitAcquireOptions extends SemaphoreAcquireOptions {
+  /** Lease in ms of each permit (default: the semaphore's `lease`; none: never expires). */
+  lease?: number;
+}
+
+export interface AwaitOptions {
+  /** Ms to wait in the server: undefined or Infinity waits without limit, 0 checks once. */
+  timeout?: number;
+  /** Stops the wait when aborted: the call rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+export interface PermitExpirableSemaphoreOptions {
+  /** Default lease in ms of every acquire (without one, a permit never expires, as Redisson's acquire()). */
+  lease?: number;
+}
+
+/** Redisson's RSemaphore (SEMAPHORE.*): permits taken and given back by anyone, FIFO waits. */
+export class Semaphore {
+  constructor(client: LockClient, name: string);
+  readonly name: string;
+  /** Sets the permits if the semaphore does not exist (`lease`: ms until the key expires). */
+  trySetPermits(permits: number, options?: { lease?: number }): Promise<boolean>;
+  /** True when taken, false when `timeout` ran out; rejects with `signal.reason` on abort. */
+  acquire(options?: SemaphoreAcquireOptions): Promise<boolean>;
+  /** Gives permits back (default 1); resolves the permits now available. */
+  release(permits?: number): Promise<number>;
+  /** Adds `delta` permits (negative: removes them). */
+  addPermits(delta: number): Promise<void>;
+  /** Takes every available permit; resolves how many. */
+  drainPermits(): Promise<number>;
+  /** The permits available now (0 when it does not exist). */
+  availablePermits(): Promise<number>;
+}
+
+/** Redisson's RPermitExpirableSemaphore (PSEMAPHORE.*): permits with ids and leases. */
+export class PermitExpirableSemaphore {
+  constructor(client: LockClient, name: string, options?: PermitExpirableSemaphoreOptions);
+  readonly name: string;
+  readonly lease: number | undefined;
+  trySetPermits(permits: number): Promise<boolean>;
+  /** Sets the total (available plus taken), as Redisson's setPermits. */
+  setPermits(permits: number): Promise<void>;
+  /** The permit ids (32 hex digits each), or null when `timeout` ran out. */
+  acquire(options?: PermitAcquireOptions): Promise<string[] | null>;
+  /** Releases all of `ids` or none (one unknown, released or expired): true if released. */
+  tryRelease(ids: string | readonly string[]): Promise<boolean>;
+  /** As tryRelease; rejects with LockNotHeldError when nothing was released. */
+  release(ids: string | readonly string[]): Promise<void>;
+  /** Sets a held permit's lease to `lease` ms from now (0: never expires); false if it is gone. */
+  updateLease(id: string, lease: number): Promise<boolean>;
+  availablePermits(): Promise<number>;
+  acquiredPermits(): Promise<number>;
+}
+
+/** Redisson's RCountDownLatch (COUNTDOWN.*): every waiter is woken when the count reaches 0. */
+export class CountDownLatch {
+  constructor(client: LockClient, name: string);
+  readonly name: string;
+  trySetCount(count: number): Promise<boolean>;
+  /** Resolves the count left (0: the latch is open, its key deleted). */
+  countDown(): Promise<number>;
+  count(): Promise<number>;
+  /** Redisson's await: true once the count is 0 (or no latch), false when `timeout` ran out. */
+  await(options?: AwaitOptions): Promise<boolean>;
+}
+
 export class LockClient {
   /** `redis` is only duplicated (the library's connections never resend a command). */
   constructor(redis: Redis | Cluster, options?: LockClientOptions);
@@ -120,6 +199,9 @@ export class LockClient {
   lock(name: string, options?: LockOptions): Lock;
   fairLock(name: string, options?: FairLockOptions): FairLock;
   readWriteLock(name: string, options?: LockOptions): ReadWriteLock;
+  semaphore(name: string): Semaphore;
+  permitExpirableSemaphore(name: string, options?: PermitExpirableSemaphoreOptions): PermitExpirableSemaphore;
+  countDownLatch(name: string): CountDownLatch;
   /** The ioredis client this LockClient was made from (duplicated, never used itself). */
   readonly redis: Redis | Cluster;
   /**
@@ -137,6 +219,26 @@ export class LockClient {
  * `fn` ran.
  */
 export function using<T>(lock: LockLike, fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+/**
+ * Holds `permits` (default 1) of `semaphore` for `fn`, released after it (also when it throws).
+ * Rejects with LockTimeoutError if not acquired within `timeout`. The signal never aborts: a
+ * semaphore's permits do not expire.
+ */
+export function using<T>(
+  semaphore: Semaphore,
+  fn: (signal: AbortSignal) => Promise<T> | T,
+  options?: SemaphoreAcquireOptions,
+): Promise<T>;
+/**
+ * Holds permits of `semaphore` for `fn(signal, ids)`, released after it. The signal aborts with
+ * a LockLostError when a permit's lease runs out first (updateLease moves it), and then the
+ * release rejects with it.
+ */
+export function using<T>(
+  semaphore: PermitExpirableSemaphore,
+  fn: (signal: AbortSignal, ids: string[]) => Promise<T> | T,
+  options?: PermitAcquireOptions,
+): Promise<T>;
 
 export class LockError extends Error {
   readonly code: string;

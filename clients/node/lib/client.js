@@ -8,6 +8,7 @@ const { setTimeout: sleep } = require('node:timers/promises');
 const { duplicate, keyPrefixOf, send, WaitPool, isCluster } = require('./connections');
 const { isReplyError, LockStateUnknownError } = require('./errors');
 const { Lock, FairLock, ReadWriteLock } = require('./locks');
+const { Semaphore, PermitExpirableSemaphore, CountDownLatch } = require('./synchronizers');
 
 class LockClient {
   /**
@@ -55,6 +56,21 @@ class LockClient {
     return new ReadWriteLock(this, name, options);
   }
 
+  /** A semaphore (Redisson's RSemaphore). */
+  semaphore(name) {
+    return new Semaphore(this, name);
+  }
+
+  /** A semaphore whose permits have ids and leases (Redisson's RPermitExpirableSemaphore). */
+  permitExpirableSemaphore(name, options) {
+    return new PermitExpirableSemaphore(this, name, options);
+  }
+
+  /** A count-down latch (Redisson's RCountDownLatch). */
+  countDownLatch(name) {
+    return new CountDownLatch(this, name);
+  }
+
   /** A new owner id, `<client uuid>:<n>`: Redisson's `<uuid>:<thread id>`. */
   nextOwner() {
     this.threads += 1;
@@ -83,26 +99,62 @@ class LockClient {
    * unknown): the connection is then closed and, on a standalone server, its client killed
    * from the shared connection, so that nothing can be granted to it any more and what the
    * caller asks next on the shared connection is the final state.
+   *
+   * `signal` (optional) ends the wait when it aborts: `CLIENT UNBLOCK <id> TIMEOUT` answers the
+   * parked request at once (with its grant, if that came first), or, without a client id or the
+   * permission, the connection is closed. The result then has `aborted: true`, with the reply
+   * (which may be a grant to give back) or `lost`.
    */
-  async callWaiting(name, key, args, blockMs) {
+  async callWaiting(name, key, args, blockMs, signal) {
     const conn = await this.waits.take();
+    if (signal != null && signal.aborted) {
+      this.waits.give(conn);
+      return { aborted: true, lost: signal.reason };
+    }
     const timer = blockMs > 0 ? blockMs + this.blockGrace : undefined;
+    let aborted = false;
+    let unblocking = null;
+    let noReply = null;
+    const onAbort = () => {
+      aborted = true;
+      if (conn.lockmodId == null) {
+        this.waits.drop(conn);
+        return;
+      }
+      unblocking = this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT').then(
+        (unblocked) => {
+          // Its reply (0, or a grant that came first) follows at once, except when the grant
+          // and the unblock fell in the same event-loop iteration of the server: Redis 7.0
+          // then drops the reply of the module-blocked client. Bounded by blockGrace.
+          if (Number(unblocked) === 1) noReply = setTimeout(() => this.waits.drop(conn), this.blockGrace);
+        },
+        () => this.waits.drop(conn),
+      );
+    };
+    if (signal != null) signal.addEventListener('abort', onAbort, { once: true });
     try {
       const reply = await send(conn, name, key, args.map(String), timer);
+      if (signal != null) signal.removeEventListener('abort', onAbort);
+      // The unblock must have run before the connection serves another wait.
+      if (unblocking) await unblocking;
+      clearTimeout(noReply);
       this.waits.give(conn);
-      return { reply };
+      return aborted ? { reply, aborted } : { reply };
     } catch (err) {
+      if (signal != null) signal.removeEventListener('abort', onAbort);
+      if (unblocking) await unblocking;
+      clearTimeout(noReply);
       if (isReplyError(err)) {
         this.waits.give(conn);
         throw err;
       }
       this.waits.drop(conn);
-      if (conn.lockmodId != null) {
+      if (conn.lockmodId != null && !aborted) {
         // Needs CLIENT KILL in the caller's ACL; without it the disconnect does the same, a
         // little later (a grant in that gap expires with its lease: nobody renews it).
         await this.conn.client('KILL', 'ID', String(conn.lockmodId)).catch(() => {});
       }
-      return { lost: err };
+      return aborted ? { lost: err, aborted } : { lost: err };
     }
   }
 

@@ -332,4 +332,4 @@ function nonNegative(v, what) {
   return v;
 }
 
-module.exports = { Lock, FairLock, ReadWriteLock, ReadLock, WriteLock, FAIR_WAIT_DEFAULT };
+module.exports = { Lock, FairLock, ReadWriteLock, ReadLock, WriteLock, FAIR_WAIT_DEFAULT, checkClient };

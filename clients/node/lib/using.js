@@ -1,7 +1,15 @@
 'use strict';
-// using(lock, fn): acquire, run, release, whatever fn does.
+// using(lock, fn): acquire, run, release, whatever fn does. Also using(semaphore, fn): permits
+// held for fn (see lib/synchronizers.js).
 
 const { LockTimeoutError } = require('./errors');
+
+/**
+ * How a synchronizer is held for using(): `target[HOLD](options)` resolves null when not
+ * acquired within `timeout`, else `{ what, signal, value, release }`: fn gets `(signal, value)`
+ * and `release()` ends the hold.
+ */
+const HOLD = Symbol('redis-lockmod.hold');
 
 /**
  * Acquires `lock` (options as `lock.acquire`), runs `fn(signal)` and releases the lock, also
@@ -9,8 +17,17 @@ const { LockTimeoutError } = require('./errors');
  * LockTimeoutError when the lock was not acquired within `timeout`, and with LockLostError
  * when `fn` finished but the lock had been lost meanwhile (its work was not exclusive). When
  * `fn` throws, its error wins over any error of the release.
+ *
+ * A Semaphore or PermitExpirableSemaphore holds `permits` (default 1) for `fn` instead; a
+ * PermitExpirableSemaphore gives `fn(signal, ids)` the permit ids.
  */
 async function using(lock, fn, options = {}) {
+  if (lock != null && typeof lock[HOLD] === 'function') {
+    if (typeof fn !== 'function') throw new TypeError('using(semaphore, fn): fn must be a function');
+    const hold = await lock[HOLD](options);
+    if (hold == null) throw new LockTimeoutError(`${lock.name}: permits not acquired within ${options.timeout} ms`);
+    return run(() => fn(hold.signal, hold.value), () => hold.release());
+  }
   if (lock == null || typeof lock.acquire !== 'function' || typeof lock.release !== 'function') {
     throw new TypeError('using takes a lock: using(locks.lock(name), async (signal) => { ... })');
   }
@@ -19,15 +36,19 @@ async function using(lock, fn, options = {}) {
     throw new LockTimeoutError(`lock ${lock.name} not acquired within ${options.timeout} ms`);
   }
   const signal = lock.signal;
+  return run(() => fn(signal), () => lock.release());
+}
+
+async function run(body, release) {
   let result;
   try {
-    result = await fn(signal);
+    result = await body();
   } catch (err) {
-    await lock.release().catch(() => {});
+    await release().catch(() => {});
     throw err;
   }
-  await lock.release();
+  await release();
   return result;
 }
 
-module.exports = { using };
+module.exports = { using, HOLD };

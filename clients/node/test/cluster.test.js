@@ -133,3 +133,33 @@ test('a grant whose reply is lost on a cluster node is recognised as held', asyn
     await c.quit();
   }
 });
+
+test('the synchronizers route to their slot, park there, and an abort ends the wait there', async () => {
+  for (const name of NAMES) {
+    const sem = client.semaphore(`sem-${name}`);
+    assert.equal(await sem.trySetPermits(1), true);
+    const node = await nodeOf(`sem-${name}`);
+    assert.equal(await node.get(`sem-${name}`), '1');
+    assert.equal(await sem.acquire(), true);
+    const controller = new AbortController();
+    const waiting = sem.acquire({ signal: controller.signal });
+    await sleep(100);
+    controller.abort(new Error('stop'));
+    await assert.rejects(waiting, /stop/);
+    const next = sem.acquire({ timeout: 10000 });
+    await sleep(100);
+    await sem.release();
+    assert.equal(await next, true);
+    node.disconnect();
+    const psem = client.permitExpirableSemaphore(`psem-${name}`, { lease: 30000 });
+    await psem.trySetPermits(1);
+    const ids = await psem.acquire();
+    assert.equal(await psem.tryRelease(ids), true);
+    const latch = client.countDownLatch(`latch-${name}`);
+    await latch.trySetCount(1);
+    const opened = latch.await({ timeout: 10000 });
+    await latch.countDown();
+    assert.equal(await opened, true);
+  }
+  assert.equal(await stat('semaphore.acquire', 'rejected_calls'), 0, 'no MOVED');
+});

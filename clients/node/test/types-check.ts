@@ -7,6 +7,9 @@ import {
   FairLock,
   ReadLock,
   WriteLock,
+  Semaphore,
+  PermitExpirableSemaphore,
+  CountDownLatch,
   LockLostError,
   LockNotHeldError,
   LockStateUnknownError,
@@ -44,7 +47,33 @@ async function main(): Promise<void> {
   // @ts-expect-error: a Lock takes a LockClient, not the ioredis client
   new Lock(new Redis(), 'orders');
   const mine: Redis | Cluster = client.redis;
+  const sem: Semaphore = client.semaphore('pool');
+  const set: boolean = await sem.trySetPermits(3, { lease: 60000 });
+  const took: boolean = await sem.acquire({ permits: 2, timeout: 1000, signal: AbortSignal.timeout(5000) });
+  const left: number = await sem.release(2);
+  await sem.addPermits(-1);
+  const drained: number = (await sem.drainPermits()) + (await sem.availablePermits());
+  const inSem: number = await using(sem, async (signal: AbortSignal) => (signal.aborted ? 0 : 1), { permits: 2 });
+  const psem: PermitExpirableSemaphore = client.permitExpirableSemaphore('jobs', { lease: 60000 });
+  const ids: string[] | null = await psem.acquire({ permits: 2, lease: 1000, timeout: 0 });
+  if (ids) {
+    const updated: boolean = await psem.updateLease(ids[0], 5000);
+    const released: boolean = await psem.tryRelease(ids);
+    await psem.release(ids[0]);
+    void [updated, released];
+  }
+  const first: string = await using(psem, async (signal: AbortSignal, held: string[]) => held[0], { lease: 100 });
+  const latch: CountDownLatch = client.countDownLatch('ready');
+  const opened: boolean = (await latch.trySetCount(2)) && (await latch.await({ timeout: 100 }));
+  const countLeft: number = (await latch.countDown()) + (await latch.count());
+  // @ts-expect-error: permits is a number
+  await sem.acquire({ permits: '2' });
+  // @ts-expect-error: a semaphore takes a LockClient
+  new Semaphore(new Redis(), 'pool');
+  // @ts-expect-error: ids are strings
+  await psem.release(7);
   void [ok, token, holds, held, ttl, forced, r, n, s, lost, key, v, onCluster, mine];
+  void [set, took, left, drained, inSem, first, opened, countLeft, new PermitExpirableSemaphore(client, 'p'), new CountDownLatch(client, 'c')];
   onCluster.disconnect({ client: true });
   await client.quit({ client: true });
   await client.quit();

@@ -107,3 +107,45 @@ def test_asyncio_locks_work_on_a_cluster(cluster) -> None:
         await rc.aclose()
 
     asyncio.run(main())
+
+
+def test_synchronizers_work_on_a_cluster(cluster) -> None:
+    from redis_lockmod import CountDownLatch, PermitExpirableSemaphore, Semaphore
+
+    rc = RedisCluster(host="127.0.0.1", port=cluster.ports[0])
+    for name in ("pool", "{user:42}:pool", "stock-17"):
+        node = rc.get_node_from_key(name)
+        direct = redis.Redis(host=node.host, port=node.port)
+        sem = Semaphore(rc, name)
+        assert sem.try_set_permits(2) and direct.get(name) == b"2", "on the slot's primary"
+        with sem.hold(2):
+            t = threading.Thread(target=lambda: sem.acquire(timeout=10))
+            t.start()
+            wait_until(lambda: blocked_clients(direct) == 1, message="parked on the key's node")
+        t.join()
+        assert sem.available_permits() == 1
+        psem = PermitExpirableSemaphore(rc, name + "-p", lease_ms=30_000)
+        psem.try_set_permits(1)
+        with psem.hold() as ids:
+            assert len(ids) == 1 and psem.acquired_permits() == 1
+        latch = CountDownLatch(rc, name + "-l")
+        assert latch.try_set_count(1) and latch.count_down() == 0 and latch.wait(timeout=1)
+        direct.close()
+
+    async def main() -> None:
+        arc = AsyncRedisCluster(host="127.0.0.1", port=cluster.ports[0])
+        sem = alocks.Semaphore(arc, "apool")
+        await sem.try_set_permits(0)
+        task = asyncio.create_task(sem.acquire(timeout=10))
+        await asyncio.sleep(0.1)
+        task.cancel()  # the unblock goes to the node the wait parked on
+        await asyncio.gather(task, return_exceptions=True)
+        waiting = asyncio.create_task(sem.acquire(timeout=10))
+        await asyncio.sleep(0.1)
+        assert await sem.release(1) in (0, 1)
+        assert await waiting is True and await sem.available_permits() == 0
+        await alocks.close(arc)
+        await arc.aclose()
+
+    asyncio.run(main())
+    rc.close()

@@ -1,4 +1,4 @@
-"""redis-lockmod: Redisson's locks for Python, on the redis-lockmod Redis module.
+"""redis-lockmod: Redisson's locks and synchronizers for Python, on the redis-lockmod Redis module.
 
 Sync locks on redis-py (``redis.Redis``, ``redis.cluster.RedisCluster``)::
 
@@ -8,24 +8,30 @@ Sync locks on redis-py (``redis.Redis``, ``redis.cluster.RedisCluster``)::
     with Lock(redis.Redis(), "orders"):
         ...
 
-The asyncio locks (``redis.asyncio``) live in `redis_lockmod.asyncio` with the same names.
+Also Redisson's synchronizers: `Semaphore`, `PermitExpirableSemaphore`, `CountDownLatch`
+(`redis_lockmod.synchronizers`). The asyncio locks and synchronizers (``redis.asyncio``) live
+in `redis_lockmod.asyncio` with the same names.
 """
 
 from ._session import close
 from .errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError
 from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
+from .synchronizers import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CountDownLatch",
     "FairLock",
     "Lock",
     "LockError",
     "LockLostError",
     "LockNotOwnedError",
     "LockTimeoutError",
+    "PermitExpirableSemaphore",
     "ReadLock",
     "ReadWriteLock",
+    "Semaphore",
     "WriteLock",
     "close",
     "__version__",

@@ -1,4 +1,5 @@
-"""The asyncio locks (``redis.asyncio`` clients), with the names and options of the sync ones::
+"""The asyncio locks and synchronizers (``redis.asyncio`` clients), with the names and options of
+the sync ones::
 
     import redis.asyncio as redis
     from redis_lockmod.asyncio import Lock
@@ -10,16 +11,20 @@
 from ..errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError
 from ._session import close
 from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
+from .synchronizers import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __all__ = [
+    "CountDownLatch",
     "FairLock",
     "Lock",
     "LockError",
     "LockLostError",
     "LockNotOwnedError",
     "LockTimeoutError",
+    "PermitExpirableSemaphore",
     "ReadLock",
     "ReadWriteLock",
+    "Semaphore",
     "WriteLock",
     "close",
 ]

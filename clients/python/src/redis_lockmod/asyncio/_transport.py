@@ -8,7 +8,7 @@ import asyncio
 import time
 import weakref
 from collections import OrderedDict
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -42,6 +42,9 @@ class Link:
         self.address = address
         self.timeout = timeout
         self.client_id: Optional[int] = None
+        #: Set when another connection may still act on this one (``CLIENT UNBLOCK`` of its id
+        #: after a cancelled wait): it is closed after its reply instead of being reused.
+        self.discard = False
 
 
 class Transport:
@@ -96,6 +99,9 @@ class Transport:
         return link
 
     async def _put(self, link: Link) -> None:
+        if link.discard:
+            await link.conn.disconnect(nowait=True)
+            return
         key = (link.address, link.timeout)
         links = self._idle.setdefault(key, [])
         self._idle.move_to_end(key)
@@ -123,9 +129,15 @@ class Transport:
         raise TypeError(f"unknown operation {op!r}")
 
     async def call(
-        self, key: str, commands: Sequence[Args], timeout: Optional[float], send_by: Optional[float] = None
+        self,
+        key: str,
+        commands: Sequence[Args],
+        timeout: Optional[float],
+        send_by: Optional[float] = None,
+        on_sent: Optional[Callable[[Link, Any], None]] = None,
     ) -> List[Any]:
-        """As the sync `Transport.call`."""
+        """As the sync `Transport.call`. ``on_sent(link, address)`` is called once the commands
+        are sent on ``link`` (to the node at ``address``), before their replies are read."""
         ask: Optional[Tuple[str, int]] = None
         for attempt in range(MAX_REDIRECTS):
             last = attempt + 1 == MAX_REDIRECTS
@@ -149,6 +161,8 @@ class Transport:
                 for c in commands:
                     await link.conn.send_command(*c)
                 sent = True
+                if on_sent is not None:
+                    on_sent(link, (cls, kwargs))
                 if ask is not None:
                     await link.conn.read_response()
                 replies, error = await self._read(link, len(commands))
@@ -222,3 +236,21 @@ class Transport:
                 raise
             await self._put(link)
             return
+
+    async def unblock(self, address: Any, client_id: int, timeout: Optional[float]) -> bool:
+        """``CLIENT UNBLOCK <client_id> TIMEOUT`` on the node at ``address`` (another connection):
+        a request parked there with ``BLOCK`` is answered at once as if its time ran out (or with
+        its grant, if that came first). True if the server unblocked it."""
+        cls, kwargs = address
+        link = await self._take(cls, kwargs, timeout)
+        try:
+            await link.conn.send_command("CLIENT", "UNBLOCK", client_id, "TIMEOUT")
+            reply = await link.conn.read_response()
+        except ResponseError:
+            await self._put(link)
+            raise
+        except BaseException:
+            await link.conn.disconnect(nowait=True)
+            raise
+        await self._put(link)
+        return int(reply) == 1

@@ -1,0 +1,139 @@
+"""What the sync and asyncio synchronizers share: argument checks, the commands and how to read
+their replies. No I/O here.
+
+The commands are the module's (issue 26, docs/commands.md): ``SEMAPHORE.*`` on Redisson's
+``RSemaphore`` layout, ``PSEMAPHORE.*`` on ``RPermitExpirableSemaphore``'s, ``COUNTDOWN.*`` on
+``RCountDownLatch``'s. A wait is the server's ``BLOCK`` (FIFO among the module's clients), on a
+connection of the library's own, as for the locks.
+
+Unlike a lock acquire, a semaphore acquire names no owner, so a lost reply (socket timeout,
+broken connection) cannot be settled by asking the server: it is never sent again, and the error
+(redis-py's ``ConnectionError`` or ``TimeoutError``) tells the caller the outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, List, Optional, Tuple, Union
+
+from ._base import command_timeout_of
+from ._kinds import text
+
+#: A permit id, or several (``release``, ``try_release``).
+Ids = Union[str, Iterable[str]]
+
+
+def positive(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{what} must be a positive int, not {value!r}")
+    return value
+
+
+def non_negative(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a non-negative int, not {value!r}")
+    return value
+
+
+def integer(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be an int, not {value!r}")
+    return value
+
+
+def check_name(name: Any, kind: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a {kind} name is a non-empty str")
+    return name
+
+
+def wait(blocking: bool, timeout: Optional[float], command_timeout: float) -> Tuple[Optional[int], Optional[float]]:
+    """(BLOCK ms or None, socket timeout) of a wait, as the locks translate them: blocking with
+    no timeout (None or negative) waits without limit (``BLOCK 0``, no socket timeout); a
+    timeout in seconds waits that long in the server (the socket gets it on top of the command
+    timeout); not blocking, or a timeout of 0, tries once."""
+    if not blocking:
+        return None, command_timeout
+    if timeout is None or timeout < 0:
+        return 0, None
+    if timeout == 0:
+        return None, command_timeout
+    return max(1, math.ceil(timeout * 1000)), timeout + command_timeout
+
+
+def with_block(args: Tuple[Any, ...], block_ms: Optional[int]) -> Tuple[Any, ...]:
+    return args if block_ms is None else (*args, "BLOCK", block_ms)
+
+
+def id_list(ids: Ids) -> List[str]:
+    """One permit id or several, as a non-empty list of str."""
+    out = [ids] if isinstance(ids, (str, bytes)) else list(ids)
+    if not out:
+        raise ValueError("no permit id given")
+    got = [text(i) for i in out]
+    for i in got:
+        if not isinstance(i, str) or not i:
+            raise ValueError(f"a permit id is a non-empty str, not {i!r}")
+    return got  # type: ignore[return-value]
+
+
+def parse_ids(reply: Any) -> Optional[List[str]]:
+    """``PSEMAPHORE.ACQUIRE``'s reply: the permit ids, or None when not granted."""
+    if reply is None:
+        return None
+    return [text(i) for i in reply]  # type: ignore[misc]
+
+
+class SyncBase:
+    """Options every synchronizer has: its name, the client (kept alive, as a lock keeps its
+    client), the socket timeout of a command, and the ``timeout`` of ``with``."""
+
+    _what = "synchronizer"
+
+    def __init__(self, session: Any, client: Any, name: str, timeout: Optional[float], command_timeout: Optional[float]) -> None:
+        self.name = check_name(name, self._what)
+        self._session = session
+        #: The client this object was given, held strongly (see ``Lock.client``).
+        self.client = client
+        self.timeout = timeout
+        self.command_timeout = command_timeout_of(session.client, command_timeout)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class SemaphoreArgs:
+    """``SEMAPHORE.*`` (Redisson's ``RSemaphore``)."""
+
+    @staticmethod
+    def try_set(name: str, permits: int, lease_ms: Optional[int]) -> Tuple[Any, ...]:
+        non_negative(permits, "permits")
+        if lease_ms is None:
+            return ("SEMAPHORE.TRYSETPERMITS", name, permits)
+        return ("SEMAPHORE.TRYSETPERMITS", name, permits, "LEASE", positive(lease_ms, "lease_ms"))
+
+    @staticmethod
+    def acquire(name: str, permits: int, block_ms: Optional[int]) -> Tuple[Any, ...]:
+        return with_block(("SEMAPHORE.ACQUIRE", name, positive(permits, "permits")), block_ms)
+
+    @staticmethod
+    def release(name: str, permits: int) -> Tuple[Any, ...]:
+        return ("SEMAPHORE.RELEASE", name, positive(permits, "permits"))
+
+
+class PermitArgs:
+    """``PSEMAPHORE.*`` (Redisson's ``RPermitExpirableSemaphore``)."""
+
+    @staticmethod
+    def acquire(name: str, permits: int, lease_ms: int, block_ms: Optional[int]) -> Tuple[Any, ...]:
+        # A lease of 0: the permit never expires (Redisson's acquire() without a lease).
+        args = ("PSEMAPHORE.ACQUIRE", name, positive(permits, "permits"), non_negative(lease_ms, "lease_ms"))
+        return with_block(args, block_ms)
+
+
+class LatchArgs:
+    """``COUNTDOWN.*`` (Redisson's ``RCountDownLatch``)."""
+
+    @staticmethod
+    def await_(name: str, block_ms: Optional[int]) -> Tuple[Any, ...]:
+        return with_block(("COUNTDOWN.AWAIT", name), block_ms)

@@ -1,0 +1,280 @@
+"""The asyncio synchronizers on ``redis.asyncio``: `Semaphore`, `PermitExpirableSemaphore`,
+`CountDownLatch`, with the sync ones' names and options (see `redis_lockmod.synchronizers`)::
+
+    sem = Semaphore(r, "pool")
+    async with sem:                         # one permit, waiting in the server (BLOCK)
+        ...
+    async with psem.hold(lease_ms=60_000) as ids:
+        ...
+    await latch.wait(timeout=10)
+
+A task cancelled while it waits (``asyncio.timeout``, ``wait_for``, ``task.cancel()``) leaves
+nothing behind: its parked request is answered at once with ``CLIENT UNBLOCK <id> TIMEOUT``
+from another connection, and permits granted before the unblock got there are given back, by a
+background task (`redis_lockmod.asyncio.close` waits for it). Without the permission to run
+``CLIENT UNBLOCK`` the connection is closed instead, which takes the waiter out of the server's
+queue; a grant that raced it is then logged and cannot be given back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional
+
+from .. import _sync
+from .._kinds import Args
+from .._protocol import ReplyLost
+from .._sync import Ids, LatchArgs, PermitArgs, SemaphoreArgs
+from ..errors import LockLostError, LockNotOwnedError, LockTimeoutError
+from ._driver import once, read
+from ._session import AsyncSession, session_for
+
+log = logging.getLogger("redis_lockmod")
+
+_DEFAULT: Any = object()
+
+#: What a cancelled wait gives back when its grant raced the cancellation (given the reply).
+GiveBack = Optional[Callable[[Any], Awaitable[None]]]
+
+
+class _AsyncObject(_sync.SyncBase):
+    _session: AsyncSession
+
+    def __init__(self, client: Any, name: str, *, timeout: Optional[float] = None, command_timeout: Optional[float] = None) -> None:
+        super().__init__(session_for(client), client, name, timeout, command_timeout)
+
+    async def _once(self, args: Args, timeout: Optional[float] = _DEFAULT) -> Any:
+        sock = self.command_timeout if timeout is _DEFAULT else timeout
+        return await once(self._session.transport, self.name, args, sock)  # type: ignore[arg-type]
+
+    async def _read(self, args: Args) -> Any:
+        return await read(self._session.transport, self.name, args, self.command_timeout)
+
+    async def _wait(self, args: Args, sock: Optional[float], give_back: GiveBack) -> Any:
+        """Sends a command that may park (``BLOCK``) once. If the calling task is cancelled
+        meanwhile, the request is ended in the server and whatever it was granted is given back
+        (`give_back`), in the background; the cancellation goes on at once."""
+        transport = self._session.transport
+        sent: Dict[str, Any] = {}
+        on_wire = asyncio.Event()
+
+        def on_sent(link: Any, address: Any) -> None:
+            sent["link"], sent["address"] = link, address
+            on_wire.set()
+
+        inner = asyncio.ensure_future(transport.call(self.name, (args,), sock, on_sent=on_sent))
+        try:
+            replies = await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            link = sent.get("link")
+            if link is not None:
+                link.discard = True  # the unblock below must never reach a later user of it
+            self._background(self._settle_cancelled(inner, sent, on_wire, give_back))
+            raise
+        except ReplyLost as lost:
+            raise lost.cause
+        return replies[0]
+
+    async def _settle_cancelled(self, inner: "asyncio.Future[Any]", sent: Dict[str, Any], on_wire: asyncio.Event, give_back: GiveBack) -> None:
+        transport = self._session.transport
+        try:
+            if not inner.done():
+                waiter = asyncio.ensure_future(on_wire.wait())
+                await asyncio.wait({inner, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+            if not inner.done():
+                link = sent["link"]
+                link.discard = True
+                unblocked: Optional[bool] = None
+                if give_back is not None and link.client_id is not None:
+                    try:
+                        unblocked = await transport.unblock(sent["address"], link.client_id, self.command_timeout)
+                    except Exception as e:  # no permission (NOPERM), or the node is gone
+                        log.warning("could not CLIENT UNBLOCK the cancelled wait on %s: %s", self.name, e)
+                if unblocked is None:
+                    inner.cancel()  # closes the connection: the server drops the waiter
+                elif unblocked:
+                    # Its reply (0, or a grant that came first) follows at once, except when the
+                    # grant and the unblock fell in the same event-loop iteration of the server:
+                    # Redis 7.0 then drops the reply of the module-blocked client. Bounded.
+                    done, _ = await asyncio.wait({inner}, timeout=self.command_timeout)
+                    if not done:
+                        inner.cancel()
+                        log.warning(
+                            "the cancelled wait on %s got no reply after CLIENT UNBLOCK: a grant that raced it is lost",
+                            self.name,
+                        )
+                        return
+            try:
+                replies = await inner
+            except asyncio.CancelledError:
+                if give_back is not None:
+                    log.warning("a cancelled wait on %s was closed; a grant that raced it cannot be given back", self.name)
+                return
+            except Exception as e:
+                log.warning("the cancelled wait on %s ended without a reply: %r", self.name, getattr(e, "cause", e))
+                return
+            if give_back is not None:
+                await give_back(replies[0])
+        except Exception as e:
+            log.warning("could not settle the cancelled wait on %s: %s", self.name, e)
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._session.background.add(task)
+        task.add_done_callback(self._session.background.discard)
+
+
+class Semaphore(_AsyncObject):
+    """As the sync `redis_lockmod.Semaphore` (Redisson's ``RSemaphore``)."""
+
+    _what = "semaphore"
+
+    async def try_set_permits(self, permits: int, lease_ms: Optional[int] = None) -> bool:
+        return int(await self._once(SemaphoreArgs.try_set(self.name, permits, lease_ms))) == 1
+
+    async def acquire(self, permits: int = 1, *, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """As the sync `Semaphore.acquire`; cancelling the task gives back a racing grant."""
+        block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
+        args = SemaphoreArgs.acquire(self.name, permits, block_ms)
+
+        async def give_back(reply: Any) -> None:
+            if int(reply) == 1:
+                await self.release(permits)
+                log.info("gave back %d permit(s) of %s granted to a cancelled acquire", permits, self.name)
+
+        return int(await self._wait(args, sock, give_back)) == 1
+
+    async def release(self, permits: int = 1) -> int:
+        return int(await self._once(SemaphoreArgs.release(self.name, permits)))
+
+    async def add_permits(self, delta: int) -> None:
+        await self._once(("SEMAPHORE.ADDPERMITS", self.name, _sync.integer(delta, "delta")))
+
+    async def drain_permits(self) -> int:
+        return int(await self._once(("SEMAPHORE.DRAIN", self.name)))
+
+    async def available_permits(self) -> int:
+        return int(await self._read(("SEMAPHORE.AVAILABLE", self.name)))
+
+    @asynccontextmanager
+    async def hold(self, permits: int = 1, timeout: Optional[float] = _DEFAULT) -> AsyncIterator["Semaphore"]:
+        """``async with sem.hold(n):`` as the sync `Semaphore.hold`."""
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        if not await self.acquire(permits, timeout=timeout):
+            raise LockTimeoutError(f"could not acquire {permits} permit(s) of semaphore {self.name!r} within {timeout} s")
+        try:
+            yield self
+        finally:
+            await self.release(permits)
+
+    async def __aenter__(self) -> "Semaphore":
+        if not await self.acquire(1, timeout=self.timeout):
+            raise LockTimeoutError(f"could not acquire a permit of semaphore {self.name!r} within {self.timeout} s")
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.release(1)
+
+
+class PermitExpirableSemaphore(_AsyncObject):
+    """As the sync `redis_lockmod.PermitExpirableSemaphore` (``RPermitExpirableSemaphore``)."""
+
+    _what = "permit-expirable semaphore"
+
+    def __init__(self, client: Any, name: str, *, lease_ms: Optional[int] = None, **options: Any) -> None:
+        super().__init__(client, name, **options)
+        self.lease_ms = None if lease_ms is None else _sync.positive(lease_ms, "lease_ms")
+
+    def _lease(self, lease_ms: Optional[int]) -> int:
+        """The lease of an acquire; 0 (never expires) when neither it nor the semaphore has one."""
+        lease = self.lease_ms if lease_ms is None else lease_ms
+        return 0 if lease is None else _sync.positive(lease, "lease_ms")
+
+    async def try_set_permits(self, permits: int) -> bool:
+        return int(await self._once(("PSEMAPHORE.TRYSETPERMITS", self.name, _sync.non_negative(permits, "permits")))) == 1
+
+    async def set_permits(self, permits: int) -> None:
+        await self._once(("PSEMAPHORE.SETPERMITS", self.name, _sync.non_negative(permits, "permits")))
+
+    async def acquire(
+        self,
+        permits: int = 1,
+        *,
+        lease_ms: Optional[int] = None,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+    ) -> Optional[List[str]]:
+        """As the sync `PermitExpirableSemaphore.acquire`; cancelling the task gives back a
+        racing grant."""
+        lease = self._lease(lease_ms)
+        block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
+        args = PermitArgs.acquire(self.name, permits, lease, block_ms)
+
+        async def give_back(reply: Any) -> None:
+            ids = _sync.parse_ids(reply)
+            if ids:
+                await self.try_release(ids)
+                log.info("gave back permit(s) %s of %s granted to a cancelled acquire", ids, self.name)
+
+        return _sync.parse_ids(await self._wait(args, sock, give_back))
+
+    async def try_release(self, ids: Ids) -> bool:
+        wanted = _sync.id_list(ids)
+        return int(await self._once(("PSEMAPHORE.RELEASE", self.name, *wanted))) == len(wanted)
+
+    async def release(self, ids: Ids) -> None:
+        if not await self.try_release(ids):
+            raise LockNotOwnedError(
+                f"permit(s) {_sync.id_list(ids)} of {self.name!r} were not released: unknown, already released or expired"
+            )
+
+    async def update_lease(self, permit_id: str, lease_ms: int) -> bool:
+        args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.non_negative(lease_ms, "lease_ms"))
+        return int(await self._read(args)) == 1
+
+    async def available_permits(self) -> int:
+        return int(await self._read(("PSEMAPHORE.AVAILABLE", self.name)))
+
+    async def acquired_permits(self) -> int:
+        return int(await self._read(("PSEMAPHORE.ACQUIRED", self.name)))
+
+    @asynccontextmanager
+    async def hold(
+        self, permits: int = 1, *, lease_ms: Optional[int] = None, timeout: Optional[float] = _DEFAULT
+    ) -> AsyncIterator[List[str]]:
+        """``async with psem.hold() as ids:`` as the sync `PermitExpirableSemaphore.hold`."""
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        ids = await self.acquire(permits, lease_ms=lease_ms, timeout=timeout)
+        if ids is None:
+            raise LockTimeoutError(f"could not acquire {permits} permit(s) of {self.name!r} within {timeout} s")
+        ok = False
+        try:
+            yield ids
+            ok = True
+        finally:
+            released = await self.try_release(ids)
+            if ok and not released:
+                raise LockLostError(f"permit(s) {ids} of {self.name!r} expired before release (lease ran out)")
+
+
+class CountDownLatch(_AsyncObject):
+    """As the sync `redis_lockmod.CountDownLatch` (Redisson's ``RCountDownLatch``)."""
+
+    _what = "count-down latch"
+
+    async def try_set_count(self, count: int) -> bool:
+        return int(await self._once(("COUNTDOWN.TRYSETCOUNT", self.name, _sync.non_negative(count, "count")))) == 1
+
+    async def count_down(self) -> int:
+        return int(await self._once(("COUNTDOWN.DECR", self.name)))
+
+    async def count(self) -> int:
+        return int(await self._read(("COUNTDOWN.COUNT", self.name)))
+
+    async def wait(self, timeout: Optional[float] = None) -> bool:
+        """As the sync `CountDownLatch.wait`; a cancelled wait closes its connection."""
+        block_ms, sock = _sync.wait(True, timeout, self.command_timeout)
+        return int(await self._wait(LatchArgs.await_(self.name, block_ms), sock, None)) == 1
