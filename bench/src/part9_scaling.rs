@@ -93,8 +93,17 @@ fn reclaimed(c: &mut redis::Connection) -> Res<u64> {
     Ok(info(c, "lockmod")?.get("lockmod_permits_reclaimed").and_then(|v| v.parse().ok()).unwrap_or(0))
 }
 
-/// One chunk of `calls` calls on one side; the measured command's usec per call.
-fn chunk(c: &mut redis::Connection, cmd: Cmd, native: bool, h: usize, e: usize, calls: usize) -> Res<f64> {
+fn is_error(v: &Value) -> bool {
+    matches!(v, Value::ServerError(_)) || matches!(v, Value::SimpleString(s) if s.starts_with("ERR"))
+}
+
+/// Redisson's reclaim `ZREM`s `unpack(expiredIds)`: past Lua's C stack (about 8,000 values) the
+/// body fails, having written nothing.
+const UNPACK: &str = "too many results to unpack";
+
+/// One chunk of `calls` calls on one side; the measured command's usec per call, or None when
+/// Redisson's body fails with `UNPACK` (the chunk stops at its first call).
+fn chunk(c: &mut redis::Connection, cmd: Cmd, native: bool, h: usize, e: usize, calls: usize) -> Res<Option<f64>> {
     call_s(c, &["FLUSHALL"])?;
     let rebuild = state(h, e);
     // After RESETSTAT: it also resets the module's INFO counters.
@@ -105,11 +114,14 @@ fn chunk(c: &mut redis::Connection, cmd: Cmd, native: bool, h: usize, e: usize, 
         p.push(if native { cmd.native() } else { cmd.lua() });
         let replies = pipeline(c, &p)?;
         for (args, v) in p.iter().zip(&replies).take(p.len() - 1) {
-            if matches!(v, Value::SimpleString(s) if s.starts_with("ERR")) {
+            if is_error(v) {
                 return Err(format!("part 9b: {}: {v:?}", args[0]));
             }
         }
         let v = replies.last().ok_or("part 9b: no reply")?;
+        if !native && is_error(v) && format!("{v:?}").contains(UNPACK) {
+            return Ok(None);
+        }
         if !cmd.ok(native, e, v) {
             return Err(format!("part 9b: {} H = {h} E = {e}: unexpected reply {v:?}", p[p.len() - 1].join(" ")));
         }
@@ -131,7 +143,7 @@ fn chunk(c: &mut redis::Connection, cmd: Cmd, native: bool, h: usize, e: usize, 
             ));
         }
     }
-    Ok(usec as f64 / n as f64)
+    Ok(Some(usec as f64 / n as f64))
 }
 
 pub fn run(b: &mut Bench) -> Res<()> {
@@ -145,9 +157,9 @@ pub fn run(b: &mut Bench) -> Res<()> {
     load(b, P_AVAILABLE)?;
     let sizes: &[usize] = if b.quick { &[1, 100] } else { &[1, 100, 1000, 10000] };
     let expired: &[usize] = if b.quick { &[0, 100] } else { &[0, 100, 1000, 10000] };
-    let rounds = b.rounds(5);
+    let rounds = b.rounds(3);
     let mut t = Table::new(&["Redisson call / native", "held", "expired", "native usec", "Lua usec", "Lua / native"]);
-    let mut charts = vec![];
+    let (mut charts, mut fails) = (vec![], vec![]);
     let (mut mc, mut pc) = (b.m.conn()?, b.p.conn()?);
     for cmd in [Cmd::Acquire, Cmd::Available] {
         let mut series: Vec<(String, Vec<(f64, f64)>)> = vec![];
@@ -159,15 +171,18 @@ pub fn run(b: &mut Bench) -> Res<()> {
         }
         for &h in sizes {
             for &e in expired {
-                let calls = if b.quick { 3 } else { (100_000 / (h + e)).clamp(10, 200) };
-                let (mut vn, mut vl) = (vec![], vec![]);
+                let calls = if b.quick { 3 } else { (50_000 / (h + e)).clamp(10, 100) };
+                let (mut vn, mut vl, mut failed) = (vec![], vec![], false);
                 for r in 0..rounds {
                     progress!("part 9b: {} H = {h} E = {e} round {}/{rounds}", cmd.name(), r + 1);
                     for native in if r % 2 == 0 { [true, false] } else { [false, true] } {
                         if native {
-                            vn.push(chunk(&mut mc, cmd, true, h, e, calls)?);
-                        } else {
-                            vl.push(chunk(&mut pc, cmd, false, h, e, calls)?);
+                            vn.push(chunk(&mut mc, cmd, true, h, e, calls)?.ok_or("part 9b: native failed")?);
+                        } else if !failed {
+                            match chunk(&mut pc, cmd, false, h, e, calls)? {
+                                Some(u) => vl.push(u),
+                                None => failed = true,
+                            }
                         }
                     }
                 }
@@ -177,12 +192,18 @@ pub fn run(b: &mut Bench) -> Res<()> {
                     h.to_string(),
                     e.to_string(),
                     num(n),
-                    num(l),
-                    format!("{}", Ratio(Summary::of(&ratios(&vl, &vn)))),
+                    if failed { format!("error: `{UNPACK}`") } else { num(l) },
+                    if failed { "n/a".into() } else { format!("{}", Ratio(Summary::of(&ratios(&vl, &vn)))) },
                 ]);
+                let what = format!("`{}` with {e} expired", cmd.name());
+                if failed && !fails.contains(&what) {
+                    fails.push(what);
+                }
                 if let Some(i) = ends.iter().position(|&x| x == h) {
                     series[i].1.push(((e + 1) as f64, n));
-                    series[2 + i].1.push(((e + 1) as f64, l));
+                    if !failed {
+                        series[2 + i].1.push(((e + 1) as f64, l));
+                    }
                 }
             }
         }
@@ -213,9 +234,20 @@ pub fn run(b: &mut Bench) -> Res<()> {
              module's server the reclaim timer, armed by the native acquire at the earliest lease end, returns \
              the other E - 1 right after the call (checked with `INFO lockmod`, outside the figure): in ordinary \
              use the native side never holds expired permits past their deadline, where Redisson's wait for the \
-             next call that scans for them.",
+             next call that scans for them.{}",
             &P_ACQUIRE[..10],
-            &P_AVAILABLE[..10]
+            &P_AVAILABLE[..10],
+            if fails.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Redisson's body failed, writing nothing, for {}: its reclaim passes every expired id to one \
+                     `ZREM` through Lua's `unpack`, which stops near 8,000 values (`ERR ... {UNPACK}`), so such a \
+                     semaphore's `availablePermits` fails until something else returns the permits; the native \
+                     commands return them.",
+                    fails.join(", ")
+                )
+            }
         ),
         vec![t],
         charts,
