@@ -116,7 +116,7 @@ lint: deps ## cargo fmt --check, clippy -D warnings, and the layering check (scr
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-bench: release ## Full benchmark (about 6 min on 2 cores; --only N,M runs some parts): writes docs/benchmarks.md and docs/img/*.svg
+bench: release ## Full benchmark (about 7 min on 2 cores; --only N,M runs some parts): writes docs/benchmarks.md and docs/img/*.svg
 	$(CARGO) run --release -p lockmod-bench -- --out docs
 
 bench-quick: release ## Every benchmark part, tiny (< 1 min): checks it runs and mutual exclusion holds

@@ -1,8 +1,8 @@
 //! The benchmark driver behind `make bench` and `make bench-quick` (issue 10).
 //!
-//! It starts a `redis-server` with the module and a second one without it, runs the eight parts
+//! It starts a `redis-server` with the module and a second one without it, runs the nine parts
 //! (server cost per call, scaling with N, throughput, contended hand-off, memory, Redisson's own
-//! scripts run natively, the tax on other traffic, the floor), prints the tables on stdout and
+//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers), prints the tables on stdout and
 //! progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
 //! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
@@ -22,6 +22,9 @@ mod part5;
 mod part6;
 mod part7;
 mod part8;
+mod part9;
+mod part9_handoff;
+mod part9_scaling;
 mod report;
 mod server;
 mod stats;
@@ -181,8 +184,8 @@ fn run() -> Res<()> {
         Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone(), binary: binary.clone() };
 
     let started = std::time::Instant::now();
-    let parts: [fn(&mut Bench) -> Res<()>; 8] =
-        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run, part7::run, part8::run];
+    let parts: [fn(&mut Bench) -> Res<()>; 9] =
+        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run, part7::run, part8::run, part9::run];
     for (i, part) in parts.iter().enumerate() {
         if only.as_ref().is_none_or(|o| o.contains(&(i as u32 + 1))) {
             part(&mut b)?;
