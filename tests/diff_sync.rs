@@ -178,6 +178,7 @@ fn run_family(fam: Family, seed: u64) {
             } else {
                 let sha = &mine[r.gen_range(0..mine.len())];
                 to_lua_rows += u64::from(stays_lua(sha));
+                pair.built_at = Some(common::diff::now_ms());
                 let c = draw(&mut r, sha, name, &mut held);
                 let (l, _) = pair.step(&c.evalsha(), resp3, c.ttl);
                 forget_refused(&mut held, name, &c, &l);

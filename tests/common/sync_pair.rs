@@ -58,6 +58,10 @@ pub struct SyncPair {
     pub names: Vec<String>,
     /// The Lua side's expired permits already given the native timer time to reclaim.
     waited: BTreeMap<String, Vec<(Vec<u8>, f64)>>,
+    /// When the next step's arguments were built, if they carry a time read then (Redisson's
+    /// `now`, a lease end): the step counts as stalled from that moment, since a lease ending
+    /// between it and the call is seen by the native server's timer and not by the Lua.
+    pub built_at: Option<i64>,
 }
 
 impl SyncPair {
@@ -95,6 +99,7 @@ impl SyncPair {
             settled: 0,
             names: Vec::new(),
             waited: BTreeMap::new(),
+            built_at: None,
         }
     }
 
@@ -166,7 +171,7 @@ impl SyncPair {
     /// all the same; only if the sides then differ are both flushed.
     pub fn step(&mut self, args: &[Vec<u8>], resp3: bool, ttl: bool) -> (Raw, Raw) {
         let soonest = self.guard(2 * GUARD_MS);
-        let t0 = now_ms();
+        let t0 = self.built_at.take().map_or(now_ms(), |b| b.min(now_ms()));
         let i = if resp3 { 2 } else { 0 };
         let l = self.raw[i].call(args);
         let n = self.raw[i + 1].call(args);
