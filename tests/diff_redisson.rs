@@ -60,7 +60,7 @@ fn run_family(fam: Family, seed: u64) {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let scripts = Scripts::load();
-    let (seed, ops) = (env("DIFF_SEED", seed), env("DIFF_OPS", 300));
+    let (seed, ops) = (env("DIFF_SEED", seed), env("DIFF_OPS", 400));
     eprintln!("DIFF_SEED={seed} DIFF_OPS={ops} (per release group)");
     let mut r = SmallRng::seed_from_u64(seed);
     let mut pair = ScriptPair::new(&scripts);
