@@ -140,6 +140,7 @@ fn on_a_replica_the_scripts_run_as_lua_and_accelerated_writes_replicate() {
     assert!(e.starts_with("READONLY") && e.contains("script"), "{e}");
     assert_eq!(calls(&info(&mut rc, "commandstats"), "lock.acquire"), 0);
     assert_eq!(field(&mut rc, "redisson_left_to_lua"), 2);
+    assert_eq!(field(&mut rc, "redisson_lua_server_state"), 2, "counted by cause");
 }
 
 #[test]
@@ -415,6 +416,7 @@ fn a_redisson_reader_is_granted_as_by_lua_while_a_native_writer_is_parked() {
     assert_eq!(granted, Ok(Value::Nil));
     assert_eq!(hgetall(&mut c, "rw"), map(&[("mode", "read"), ("reader:1", "1"), (OWNER, "1")]));
     assert_eq!(field(&mut c, "redisson_fallbacks") + field(&mut c, "redisson_left_to_lua"), 1);
+    assert_eq!(field(&mut c, "redisson_lua_module_rule"), 1, "counted by cause");
     ok(&mut c, &["RWLOCK.FORCEUNLOCK", "rw", "READ"]);
     assert_eq!(waiter.join().expect("waiter"), Value::Nil, "the parked writer gets the lock");
 }

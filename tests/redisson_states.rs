@@ -276,6 +276,7 @@ fn every_redisson_body_answers_as_its_lua_on_every_lock_state() {
                     pair.check();
                     let c = call(&body.sha, r, NAME, &owner, &choices(publish));
                     let before = field(&mut pair.nc, "redisson_native_total");
+                    let causes_before = causes(&mut pair.nc);
                     let (lua, nat, same) = pair.eval_both(&c.sha, &c.keys, &c.argv, c.ttl);
                     let keyspace = pair.difference();
                     let native = field(&mut pair.nc, "redisson_native_total") > before;
@@ -288,7 +289,16 @@ fn every_redisson_body_answers_as_its_lua_on_every_lock_state() {
                         differences.push(format!("{what}: {d}"));
                     }
                     if !native {
-                        left_to_lua.push(what.clone());
+                        // Counted once, under the cause that sent it to Lua.
+                        let after = causes(&mut pair.nc);
+                        let moved: Vec<&str> = CAUSES
+                            .iter()
+                            .zip(after.iter().zip(&causes_before))
+                            .filter(|(_, (a, b))| a > b)
+                            .map(|(c, _)| *c)
+                            .collect();
+                        assert_eq!(moved.len(), 1, "{what}: causes counted {moved:?}");
+                        left_to_lua.push(format!("{what}: {}", moved[0]));
                     }
                     // 3.44-3.52's read renewal reuses its loop index: a hold count of 2 ends
                     // in a Lua error, which only running the Lua gives.
@@ -316,6 +326,22 @@ fn every_redisson_body_answers_as_its_lua_on_every_lock_state() {
         "calls of ordinary use left to Lua:\n  {}",
         not_native_in_ordinary_use.join("\n  ")
     );
+}
+
+/// `INFO lockmod`'s count of calls run as Lua, by cause.
+const CAUSES: &[&str] = &[
+    "redisson_lua_not_accelerated",
+    "redisson_lua_arguments",
+    "redisson_lua_server_state",
+    "redisson_lua_acl",
+    "redisson_lua_script_cache",
+    "redisson_lua_module_rule",
+    "redisson_lua_script_state",
+    "redisson_lua_error",
+];
+
+fn causes(c: &mut redis::Connection) -> Vec<u64> {
+    CAUSES.iter().map(|f| field(c, f)).collect()
 }
 
 /// Whether a body takes its publish command as an argument (Redisson 3.22 and later).

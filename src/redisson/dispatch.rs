@@ -7,9 +7,10 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::exec::{self, Outcome};
 use super::rewrite::{self, Env};
+use super::stats::{self, Cause};
 use super::strings::{Strings, OWN_CALL, STRINGS};
 use super::table::ROWS;
-use super::{cache, cache_probe, reverse, stats};
+use super::{cache, cache_probe, reverse};
 use crate::core::config;
 use crate::ffi::filter::Owned;
 use crate::ffi::{Args, Ctx, Handler};
@@ -30,15 +31,16 @@ pub fn run_rewritten(c: &Ctx, args: &Args, handler: Handler) -> bool {
     let cached = cache::present(row)
         || catch_unwind(AssertUnwindSafe(|| cache_probe::holds(c, row))).ok().flatten() == Some(true);
     if !cached {
-        if catch_unwind(AssertUnwindSafe(|| run_script(c, strings, row, eval, args))).is_err() {
+        let run = || run_script(c, strings, row, eval, args, Cause::ScriptCache);
+        if catch_unwind(AssertUnwindSafe(run)).is_err() {
             failed();
         }
         return true;
     }
     match catch_unwind(AssertUnwindSafe(|| exec::run(c, args, kind, native, handler))) {
         Ok(Outcome::Reply(r)) => c.reply(&r),
-        Ok(Outcome::Fallback) => {
-            if catch_unwind(AssertUnwindSafe(|| run_script(c, strings, row, eval, args))).is_err() {
+        Ok(Outcome::Fallback(cause)) => {
+            if catch_unwind(AssertUnwindSafe(|| run_script(c, strings, row, eval, args, cause))).is_err() {
                 failed();
             }
         }
@@ -50,7 +52,7 @@ pub fn run_rewritten(c: &Ctx, args: &Args, handler: Handler) -> bool {
 /// Runs the script of `row` itself as the client sent it (`EVAL` of the body if `eval`, else
 /// `EVALSHA`), with the KEYS and ARGV the call was made with, and replies what it replies (in
 /// the client's protocol). Its writes replicate as the script's.
-fn run_script(c: &Ctx, strings: &Strings, row: usize, eval: bool, args: &Args) {
+fn run_script(c: &Ctx, strings: &Strings, row: usize, eval: bool, args: &Args, cause: Cause) {
     const FAILED: &str = "ERR lockmod could not run the Redisson script";
     let kind = ROWS[row].kind;
     let native: Vec<&[u8]> = (1..args.len()).map(|i| args.bytes(i)).collect();
@@ -77,7 +79,7 @@ fn run_script(c: &Ctx, strings: &Strings, row: usize, eval: bool, args: &Args) {
     if reply.is_error() && reply.text().starts_with(b"NOSCRIPT") {
         stats::noscript();
     } else {
-        stats::fallback();
+        stats::fallback(cause);
     }
     c.reply_with_call_reply(&reply);
 }

@@ -9,6 +9,7 @@
 //! unlock latch holding something other than `0`/`1` is read by Lua's `tonumber`.
 
 use super::rewrite::{Native, MAX_MS};
+use super::stats::Cause;
 use super::table::{FairVersion, Kind};
 use crate::core::names;
 use crate::core::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
@@ -21,8 +22,8 @@ use crate::ffi::{Args, Ctx, Handler};
 pub enum Outcome {
     /// The reply, as the script would have given it.
     Reply(Reply),
-    /// Run the script itself (nothing was written).
-    Fallback,
+    /// Run the script itself (nothing was written), for this cause.
+    Fallback(Cause),
 }
 
 /// Waiter deadlines this close to `now` may be judged differently by two clock readings (Redis
@@ -32,13 +33,19 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
     if let Kind::Sync(k) = kind {
-        let Some(reply) = super::sync_exec::run(ctx, args, k, native) else { return Outcome::Fallback };
-        super::stats::native(native);
-        return Outcome::Reply(reply);
+        return match super::sync_exec::run(ctx, args, k, native) {
+            Ok(reply) => {
+                super::stats::native(native);
+                Outcome::Reply(reply)
+            }
+            Err(cause) => Outcome::Fallback(cause),
+        };
     }
     let pre = match check(ctx, args, kind) {
+        Ok(Some(Pre::Lua(cause))) => return Outcome::Fallback(cause),
         Ok(Some(pre)) => pre,
-        Ok(None) | Err(_) => return Outcome::Fallback,
+        Ok(None) => return Outcome::Fallback(Cause::ScriptState),
+        Err(_) => return Outcome::Fallback(Cause::Error),
     };
     let reply = match pre {
         // A renewal answered here moved leases parked clients may wait for.
@@ -48,8 +55,9 @@ pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler)
         }
         Pre::Run(seen) => match handler(ctx, args) {
             Ok(reply) => convert(kind, &seen, reply),
-            Err(_) => return Outcome::Fallback,
+            Err(_) => return Outcome::Fallback(Cause::Error),
         },
+        Pre::Lua(cause) => return Outcome::Fallback(cause),
     };
     super::stats::native(native);
     Outcome::Reply(reply)
@@ -61,6 +69,8 @@ enum Pre {
     Run(Seen),
     /// Answered (by one of the script-only variants below) without the command.
     Done(Reply),
+    /// Run the script itself.
+    Lua(Cause),
 }
 
 /// The state the reply conversions depend on.
@@ -72,13 +82,14 @@ struct Seen {
     queued_reply: Option<i64>,
 }
 
-/// The read-only checks of `kind`: `Ok(None)` (or an error) means run the script instead.
+/// The read-only checks of `kind`: `Ok(None)` (a state the script handles its own way), a
+/// [`Pre::Lua`] or an error means run the script instead.
 fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
     let key = args.bytes(1);
     let mut s = RedisStore::new(ctx, args);
     let mut seen = Seen::default();
     if module_rule_applies(ctx, &mut s, kind, key)? {
-        return Ok(None);
+        return Ok(Some(Pre::Lua(Cause::ModuleRule)));
     }
     let plain = match kind {
         // The Lua's meaning on any hash: the field is there, so the lease is reset. The native

@@ -7,9 +7,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use redis_module::raw;
 
 use super::rewrite::{self, Env, A};
+use super::stats::{self, Cause};
 use super::strings::{Strings, OWN_CALL, READY, STRINGS};
 use super::table::{self, ROWS};
-use super::{acl, stats, unknown};
+use super::{acl, unknown};
 use crate::core::config;
 use crate::core::parse_i64;
 use crate::ffi::filter::{can_name_client, server_flags, FilterCall, Form, Owned};
@@ -70,37 +71,41 @@ fn filter(call: FilterCall, eval: bool) -> Left {
         }
         return Left::Lua(Some(None));
     };
-    let lua = |counted: fn()| {
-        counted();
+    let lua = |cause: Cause| {
+        stats::left_to_lua(cause);
         Left::Lua(Some(Some(row)))
     };
     let kind = ROWS[row].kind;
     if rewrite::native_of(kind).is_none() {
-        return lua(stats::left_to_lua);
+        return lua(Cause::NotAccelerated);
     }
     // A script known not to be in this server's script cache: Redis answers the `EVALSHA`
     // with `NOSCRIPT`, and runs (and caches) the `EVAL`, as without the module. Not known
     // either way: rewritten, and the command asks the cache when it runs (`super::dispatch`).
     if !super::cache::tracked() {
-        return lua(stats::left_to_lua);
+        return lua(Cause::ScriptCache);
     }
     if super::cache::absent(row) {
-        return lua(if eval { stats::left_to_lua } else { stats::noscript });
+        if eval {
+            return lua(Cause::ScriptCache);
+        }
+        stats::noscript();
+        return Left::Lua(Some(Some(row)));
     }
     if server_flags() & NOT_HERE != 0 {
-        return lua(stats::left_to_lua);
+        return lua(Cause::ServerState);
     }
     let cluster = server_flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64 != 0;
     let env = Env { sharded: config::sharded(), cluster };
-    let Some(plan) = rewrite::plan(kind, keys, argv, env) else { return lua(stats::left_to_lua) };
+    let Some(plan) = rewrite::plan(kind, keys, argv, env) else { return lua(Cause::Arguments) };
     // Redis 7.0: the caller is unknown, so only while nobody is restricted (`all_users`).
     if !can_name_client() && !crate::acl::probe::every_user_unrestricted() {
-        return lua(stats::left_to_lua);
+        return lua(Cause::Acl);
     }
     let Some(strings) = STRINGS.get() else { return Left::Lua(Some(Some(row))) };
     // An `EVAL` is answered from its body if its script turns out not to be cached.
     if eval && !keep_body(strings, row, raws[1]) {
-        return lua(stats::left_to_lua);
+        return lua(Cause::ScriptCache);
     }
     let marker = if eval { &strings.eval_markers[row] } else { &strings.markers[row] };
     // The new arguments, each a reference Redis will own once inserted.
@@ -120,7 +125,7 @@ fn filter(call: FilterCall, eval: bool) -> Left {
         }
     }
     if !complete || !allowed(call, strings, &raws, &new, &acl::inner_commands(kind, keys, argv, env)) {
-        return lua(stats::left_to_lua);
+        return lua(Cause::Acl);
     }
     if !call.replace_all(new) {
         return Left::Lua(Some(Some(row)));

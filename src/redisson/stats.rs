@@ -85,18 +85,68 @@ static UNKNOWN: AtomicU64 = AtomicU64::new(0);
 /// `NOSCRIPT` by Redis as without the module (`super::cache`).
 static NOSCRIPT: AtomicU64 = AtomicU64::new(0);
 
+/// Why a recognised call ran as Lua, for `INFO lockmod` (`lockmod_redisson_lua_<cause>`). The
+/// first five are decided by the filter, before the call is rewritten ([`left_to_lua`]); the
+/// last three when the rewritten call runs, by running the script itself ([`fallback`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// A body no native command answers (`isLocked`).
+    NotAccelerated,
+    /// Keys, channel, publish command or times the module would not derive (a `NameMapper`,
+    /// a key prefix, `SPUBLISH` against `lockmod.pubsub`, a batched renewal of several locks).
+    Arguments,
+    /// A replica, a server loading or over `maxmemory`.
+    ServerState,
+    /// ACL: a user the native path would not treat as the Lua does (Redis 7.0: some user is
+    /// restricted; 7.2+: the caller may not run an inner command).
+    Acl,
+    /// The script cache: not followed (`SCRIPT` renamed), or the script not (or no longer) in it.
+    ScriptCache,
+    /// A state where the module's own rules (one kind per name, a fair queue not jumped, a
+    /// parked writer first) would decide the native answer.
+    ModuleRule,
+    /// A state a script version handles its own way (an odd latch value, an older fair script's
+    /// queue check, a count the shadowed renewal fails on).
+    ScriptState,
+    /// The native command's error (`WRONGTYPE`, a corrupt count): the script's own error.
+    Error,
+}
+
+const CAUSES: [(Cause, &str); 8] = [
+    (Cause::NotAccelerated, "redisson_lua_not_accelerated"),
+    (Cause::Arguments, "redisson_lua_arguments"),
+    (Cause::ServerState, "redisson_lua_server_state"),
+    (Cause::Acl, "redisson_lua_acl"),
+    (Cause::ScriptCache, "redisson_lua_script_cache"),
+    (Cause::ModuleRule, "redisson_lua_module_rule"),
+    (Cause::ScriptState, "redisson_lua_script_state"),
+    (Cause::Error, "redisson_lua_error"),
+];
+
+static BY_CAUSE: [AtomicU64; 8] = [ZERO; 8];
+
+fn count_cause(cause: Cause) {
+    if let Some(i) = CAUSES.iter().position(|(c, _)| *c == cause) {
+        BY_CAUSE[i].fetch_add(1, Relaxed);
+    }
+}
+
 pub fn native(kind: Native) {
     if let Some(i) = KINDS.iter().position(|k| *k == kind) {
         NATIVE[i].fetch_add(1, Relaxed);
     }
 }
 
-pub fn fallback() {
+/// A rewritten call answered by running the script itself, for `cause`.
+pub fn fallback(cause: Cause) {
     FALLBACKS.fetch_add(1, Relaxed);
+    count_cause(cause);
 }
 
-pub fn left_to_lua() {
+/// A recognised call the filter left to Lua, for `cause`.
+pub fn left_to_lua(cause: Cause) {
     LEFT.fetch_add(1, Relaxed);
+    count_cause(cause);
 }
 
 pub fn noscript() {
@@ -112,7 +162,7 @@ pub fn reset() {
     for c in &NATIVE {
         c.store(0, Relaxed);
     }
-    for c in [&FALLBACKS, &LEFT, &UNKNOWN, &NOSCRIPT] {
+    for c in BY_CAUSE.iter().chain([&FALLBACKS, &LEFT, &UNKNOWN, &NOSCRIPT]) {
         c.store(0, Relaxed);
     }
 }
@@ -126,5 +176,6 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     v.push(("redisson_left_to_lua", LEFT.load(Relaxed) as i64));
     v.push(("redisson_unknown_scripts", UNKNOWN.load(Relaxed) as i64));
     v.push(("redisson_noscript", NOSCRIPT.load(Relaxed) as i64));
+    v.extend(CAUSES.iter().zip(&BY_CAUSE).map(|((_, f), c)| (*f, c.load(Relaxed) as i64)));
     v
 }

@@ -15,6 +15,7 @@
 //! the `now` in ARGV, and parked native clients are not seen (`queued_ahead` is false).
 
 use super::rewrite::Native;
+use super::stats::Cause;
 use super::sync_rewrite::LUA_SAFE;
 use super::sync_table::SyncKind;
 use crate::core::countdown;
@@ -187,21 +188,25 @@ pub fn leases(native: Native) -> bool {
     )
 }
 
-/// Runs a rewritten call of `kind` on the command's store: the reply, or `None` to run the
-/// body itself (nothing was written). Parked clients are then served, and an expirable
-/// semaphore's reclaim timer re-armed, as after the native command.
-pub fn run(ctx: &Ctx, args: &Args, kind: SyncKind, native: Native) -> Option<Reply> {
+/// Runs a rewritten call of `kind` on the command's store: the reply, or the cause for which
+/// the body runs itself (nothing was written). Parked clients are then served, and an
+/// expirable semaphore's reclaim timer re-armed, as after the native command.
+pub fn run(ctx: &Ctx, args: &Args, kind: SyncKind, native: Native) -> std::result::Result<Reply, Cause> {
     let native_args: Vec<&[u8]> = (1..args.len()).map(|i| args.bytes(i)).collect();
     let mut store = RedisStore::new(ctx, args);
     let out = answer(&mut store, kind, &native_args);
     drop(store);
-    let reply = out.ok().flatten()?;
+    let reply = match out {
+        Ok(Some(reply)) => reply,
+        Ok(None) => return Err(Cause::ScriptState),
+        Err(_) => return Err(Cause::Error),
+    };
     stats::SYNC_CALLS.inc();
     crate::blocking::serve_now(ctx);
     if leases(native) {
         crate::blocking::reclaim::arm(ctx, &(ctx.selected_db(), args.bytes(1).to_vec()));
     }
-    Some(reply)
+    Ok(reply)
 }
 
 #[cfg(test)]
