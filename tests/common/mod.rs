@@ -15,6 +15,7 @@ pub mod redisson;
 pub mod redisson_calls;
 pub mod sync_calls;
 pub mod sync_pair;
+pub mod sync_states;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -410,7 +411,7 @@ impl Subscriber {
                 }
             }
             assert!(Instant::now() < deadline, "the subscriber never received its marker");
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_micros(300));
         }
     }
 

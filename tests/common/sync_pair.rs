@@ -195,6 +195,32 @@ impl SyncPair {
         (l, n)
     }
 
+    /// Sends each command to both sides, as another client would (no guard, no comparison
+    /// but that both succeed).
+    pub fn setup(&mut self, cmds: &[Vec<Vec<u8>>]) {
+        for c in cmds {
+            for con in [&mut self.lc, &mut self.nc] {
+                let mut q = redis::cmd(std::str::from_utf8(&c[0]).expect("command name"));
+                for a in &c[1..] {
+                    q.arg(a.as_slice());
+                }
+                let _: redis::Value = q.query(con).unwrap_or_else(|e| panic!("{}: {e}", shown(c)));
+            }
+        }
+    }
+
+    /// Sends `args` to both sides (RESP3 if `resp3`) after the guard and asserts nothing: both
+    /// replies, for a caller that gathers differences (`tests/redisson_sync_states.rs`).
+    pub fn call_both(&mut self, args: &[Vec<u8>], resp3: bool) -> (Raw, Raw) {
+        self.guard(2 * GUARD_MS);
+        let i = if resp3 { 2 } else { 0 };
+        let l = self.raw[i].call(args);
+        let n = self.raw[i + 1].call(args);
+        self.steps += 1;
+        self.scripts_sent += 1;
+        (l, n)
+    }
+
     fn keyspaces_differ(&mut self) -> bool {
         let (l, n) = self.stable_dumps();
         keyspace_difference(("lua", &l), ("native", &n), TOL_MS / 2).is_some()
@@ -232,6 +258,14 @@ impl SyncPair {
         self.flush_quiet();
     }
 
+    /// Flushes both sides' keys (messages published so far stay to be taken).
+    pub fn flush_keys(&mut self) {
+        for c in [&mut self.lc, &mut self.nc] {
+            let _: () = redis::cmd("FLUSHALL").query(c).expect("FLUSHALL");
+        }
+    }
+
+    /// Flushes both sides and drops the messages so far, comparing nothing.
     fn flush_quiet(&mut self) {
         for c in [&mut self.lc, &mut self.nc] {
             let _: () = redis::cmd("FLUSHALL").query(c).expect("FLUSHALL");
