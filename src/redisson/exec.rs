@@ -275,6 +275,12 @@ enum LuaNumber {
     Unsure,
 }
 
+/// True if Lua's `tonumber` may read `v` as a number (an integer, or a form the module does not
+/// read as one: `" 3"`, `"2.0"`, `"0x3"`).
+pub(super) fn lua_reads_number(v: &[u8]) -> bool {
+    !matches!(lua_number(v), LuaNumber::NotANumber)
+}
+
 fn lua_number(v: &[u8]) -> LuaNumber {
     if let Some(n) = parse_i64(v) {
         return LuaNumber::Int(n);

@@ -71,6 +71,11 @@ pub enum Leases {
     TheirsNoLease,
     /// Another type under the timeout zset's name.
     WrongType,
+    /// The caller's permit scored below 0 (never reclaimed), another's live: no Redisson
+    /// client writes it.
+    BelowZero,
+    /// Another's lease ends at a fractional ms (a refusal names it as the server formats it).
+    Fractional,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +97,7 @@ const ODD: [Value; 9] = [
     Value::NotANumber,
     Value::WrongType,
 ];
-const ALL_LEASES: [Leases; 9] = [
+const ALL_LEASES: [Leases; 11] = [
     Leases::None,
     Leases::Mine,
     Leases::MineOnly,
@@ -102,6 +107,8 @@ const ALL_LEASES: [Leases; 9] = [
     Leases::MineNoLease,
     Leases::TheirsNoLease,
     Leases::WrongType,
+    Leases::BelowZero,
+    Leases::Fractional,
 ];
 
 /// Every state a body of `fam` meets: the expirable semaphore's on every kind of lease set
@@ -178,6 +185,8 @@ pub fn setup(state: State, now: i64) -> Vec<Vec<Vec<u8>>> {
         Leases::MineNoLease => zadd(&[(&nl, &MINE), (&nl, &MINE2)]),
         Leases::TheirsNoLease => zadd(&[(&nl, &THEIRS)]),
         Leases::WrongType => v.push(cmd(&[b"SET", z.as_bytes(), b"not-a-zset"])),
+        Leases::BelowZero => zadd(&[("-5", &MINE), (&later, &THEIRS)]),
+        Leases::Fractional => zadd(&[(&format!("{later}.5"), &THEIRS), (&live, &MINE)]),
     }
     v
 }
@@ -245,7 +254,8 @@ pub fn ordinary(sha: &str, state: State, variant: &Variant) -> bool {
         return false;
     }
     let fams = sc::families(sha);
-    if fams.contains(&Family::Expirable) && state.leases != Leases::WrongType {
+    let made = !matches!(state.leases, Leases::WrongType | Leases::BelowZero | Leases::Fractional);
+    if fams.contains(&Family::Expirable) && made {
         return true;
     }
     if fams.contains(&Family::Latch) {
