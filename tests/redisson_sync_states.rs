@@ -138,6 +138,7 @@ fn every_redisson_sync_body_answers_as_its_lua_on_every_synchronizer_state() {
     let started = std::time::Instant::now();
     let scripts = sync_pair::load();
     let mut pair = SyncPair::new(&scripts, &[]);
+    pair.fast_messages();
     let mut f = Findings::default();
     // `SYNC_STATES_ONLY=sha-prefix,...` runs those bodies alone (to look into one).
     let only = std::env::var("SYNC_STATES_ONLY").ok();

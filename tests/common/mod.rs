@@ -351,6 +351,8 @@ pub struct Subscriber {
     messages: Arc<Mutex<Vec<(String, String)>>>,
     /// A connection to the subscriber's server, for [`Subscriber::take`]'s marker.
     publisher: Option<Mutex<redis::Connection>>,
+    /// How often [`Subscriber::take_through`] looks for its marker.
+    pub poll: Duration,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -379,7 +381,7 @@ impl Subscriber {
         }
         // The PSUBSCRIBE is acknowledged before `ready`; give the server a moment anyway.
         std::thread::sleep(Duration::from_millis(20));
-        Subscriber { messages, publisher: None, stop, thread: Some(thread) }
+        Subscriber { messages, publisher: None, poll: Duration::from_millis(2), stop, thread: Some(thread) }
     }
 
     /// Messages received so far, drained: with a subscriber of [`Server::subscriber`], all
@@ -411,7 +413,7 @@ impl Subscriber {
                 }
             }
             assert!(Instant::now() < deadline, "the subscriber never received its marker");
-            std::thread::sleep(Duration::from_micros(300));
+            std::thread::sleep(self.poll);
         }
     }
 
