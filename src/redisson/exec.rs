@@ -8,6 +8,7 @@
 //! command runs): older fair-lock scripts fail on a queued waiter without a deadline, an
 //! unlock latch holding something other than `0`/`1` is read by Lua's `tonumber`.
 
+use super::lua_number::{lua_number, LuaNumber};
 use super::rewrite::{Native, MAX_MS};
 use super::stats::Cause;
 use super::table::{FairVersion, Kind};
@@ -265,33 +266,6 @@ fn tail_has_deadline<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<bo
         Some(tail) if tail != owner => s.zset_score(&names::fair_timeouts(key), &tail)?.is_some(),
         _ => true,
     })
-}
-
-/// What Lua's `tonumber` makes of a hash value.
-enum LuaNumber {
-    Int(i64),
-    NotANumber,
-    /// A number the module does not read the same way (`" 3"`, `"3.0"`, `"0x3"`, `"inf"`).
-    Unsure,
-}
-
-/// True if Lua's `tonumber` may read `v` as a number (an integer, or a form the module does not
-/// read as one: `" 3"`, `"2.0"`, `"0x3"`).
-pub(super) fn lua_reads_number(v: &[u8]) -> bool {
-    !matches!(lua_number(v), LuaNumber::NotANumber)
-}
-
-fn lua_number(v: &[u8]) -> LuaNumber {
-    if let Some(n) = parse_i64(v) {
-        return LuaNumber::Int(n);
-    }
-    let t = v.trim_ascii().to_ascii_lowercase();
-    let special = [&b"inf"[..], b"infinity", b"nan"].iter().any(|w| t.strip_prefix(b"-").unwrap_or(&t) == *w);
-    if !special && !t.iter().any(u8::is_ascii_digit) {
-        LuaNumber::NotANumber
-    } else {
-        LuaNumber::Unsure
-    }
 }
 
 /// Redisson's read-lock renewal before 4.4: if `owner` reads, renew the lock and every read

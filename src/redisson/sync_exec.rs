@@ -185,8 +185,8 @@ fn set_permits<S: SyncStore>(s: &mut S, key: &[u8], n: i64, exact: bool) -> Resu
 /// state the script handles its own way (`ScriptState`); anything else (another type, a
 /// non-number) ends in the script's own error (`Error`).
 pub fn cause_of<S: SyncStore>(s: &mut S, key: &[u8], e: &LockError) -> Cause {
-    let lua_reads =
-        *e == LockError::NotInteger && s.get(key).ok().flatten().is_some_and(|v| super::exec::lua_reads_number(&v));
+    let lua_reads = *e == LockError::NotInteger
+        && s.get(key).ok().flatten().is_some_and(|v| super::lua_number::lua_reads_number(&v));
     if lua_reads {
         Cause::ScriptState
     } else {
