@@ -8,6 +8,7 @@
 //! command runs): older fair-lock scripts fail on a queued waiter without a deadline, an
 //! unlock latch holding something other than `0`/`1` is read by Lua's `tonumber`.
 
+use super::lua_number::{lua_number, LuaNumber};
 use super::rewrite::{Native, MAX_MS};
 use super::stats::Cause;
 use super::table::{FairVersion, Kind};
@@ -33,12 +34,13 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
     if let Kind::Sync(k) = kind {
-        let reply = match super::sync_exec::run(ctx, args, k, native) {
-            Ok(reply) => reply,
-            Err(cause) => return Outcome::Fallback(cause),
+        return match super::sync_exec::run(ctx, args, k, native) {
+            Ok(reply) => {
+                super::stats::native(native);
+                Outcome::Reply(reply)
+            }
+            Err(cause) => Outcome::Fallback(cause),
         };
-        super::stats::native(native);
-        return Outcome::Reply(reply);
     }
     let pre = match check(ctx, args, kind) {
         Ok(Some(Pre::Lua(cause))) => return Outcome::Fallback(cause),
@@ -264,27 +266,6 @@ fn tail_has_deadline<S: Store>(s: &mut S, key: &[u8], owner: &[u8]) -> Result<bo
         Some(tail) if tail != owner => s.zset_score(&names::fair_timeouts(key), &tail)?.is_some(),
         _ => true,
     })
-}
-
-/// What Lua's `tonumber` makes of a hash value.
-enum LuaNumber {
-    Int(i64),
-    NotANumber,
-    /// A number the module does not read the same way (`" 3"`, `"3.0"`, `"0x3"`, `"inf"`).
-    Unsure,
-}
-
-fn lua_number(v: &[u8]) -> LuaNumber {
-    if let Some(n) = parse_i64(v) {
-        return LuaNumber::Int(n);
-    }
-    let t = v.trim_ascii().to_ascii_lowercase();
-    let special = [&b"inf"[..], b"infinity", b"nan"].iter().any(|w| t.strip_prefix(b"-").unwrap_or(&t) == *w);
-    if !special && !t.iter().any(u8::is_ascii_digit) {
-        LuaNumber::NotANumber
-    } else {
-        LuaNumber::Unsure
-    }
 }
 
 /// Redisson's read-lock renewal before 4.4: if `owner` reads, renew the lock and every read

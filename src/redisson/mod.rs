@@ -28,6 +28,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod filter;
 pub mod learn;
+pub mod lua_number;
 pub mod native;
 pub mod reverse;
 pub mod rewrite;

@@ -23,7 +23,7 @@ use crate::core::permits::{self, Acquire, PermitId, ID_LEN};
 use crate::core::semaphore;
 use crate::core::store::SyncStore;
 use crate::core::sync_names::{permit_timeouts, semaphore_channel};
-use crate::core::{parse_i64, Reply, Result};
+use crate::core::{parse_i64, LockError, Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
@@ -74,12 +74,18 @@ pub fn answer<S: SyncStore>(s: &mut S, kind: SyncKind, args: &[&[u8]]) -> Result
             semaphore::release(s, key, int(1))?;
             Reply::Nil
         }
+        // Any string: the Lua replies it as it is and writes 0 (`semaphore::drain` would read
+        // it as a count first).
         SemDrain => {
             let Some(raw) = s.get(key)? else { return Ok(Some(Reply::Int(0))) };
-            semaphore::drain(s, key)?;
+            s.set(key, b"0");
             Reply::Bulk(raw)
         }
         TrySet { .. } | SemTrySetTtl => {
+            // The Lua only asks whether `name` holds a string: any value refuses, unread.
+            if s.get(key)?.is_some() {
+                return Ok(Some(Reply::Int(0)));
+            }
             let ttl = (kind == SemTrySetTtl).then(|| int(3));
             Reply::Int(i64::from(semaphore::try_set_permits(s, key, int(1), ttl)?))
         }
@@ -174,6 +180,20 @@ fn set_permits<S: SyncStore>(s: &mut S, key: &[u8], n: i64, exact: bool) -> Resu
     Ok(Some(Reply::Nil))
 }
 
+/// Why a call whose native answer failed with `e` runs as Lua: a `name` holding a value Lua's
+/// `tonumber` reads as a number where the module reads no integer (`" 3"`, `"2.0"`) is a
+/// state the script handles its own way (`ScriptState`); anything else (another type, a
+/// non-number) ends in the script's own error (`Error`).
+pub fn cause_of<S: SyncStore>(s: &mut S, key: &[u8], e: &LockError) -> Cause {
+    let lua_reads = *e == LockError::NotInteger
+        && s.get(key).ok().flatten().is_some_and(|v| super::lua_number::lua_reads_number(&v));
+    if lua_reads {
+        Cause::ScriptState
+    } else {
+        Cause::Error
+    }
+}
+
 /// True for the bodies whose native command gives permits a lease, or reclaims them: the
 /// semaphore's reclaim timer is re-armed after them.
 pub fn leases(native: Native) -> bool {
@@ -189,18 +209,17 @@ pub fn leases(native: Native) -> bool {
 }
 
 /// Runs a rewritten call of `kind` on the command's store: the reply, or the cause for which
-/// the body itself must run (nothing was written). Parked clients are then served, and an
+/// the body runs itself (nothing was written). Parked clients are then served, and an
 /// expirable semaphore's reclaim timer re-armed, as after the native command.
 pub fn run(ctx: &Ctx, args: &Args, kind: SyncKind, native: Native) -> std::result::Result<Reply, Cause> {
     let native_args: Vec<&[u8]> = (1..args.len()).map(|i| args.bytes(i)).collect();
     let mut store = RedisStore::new(ctx, args);
-    let out = answer(&mut store, kind, &native_args);
+    let out = answer(&mut store, kind, &native_args).map_err(|e| cause_of(&mut store, args.bytes(1), &e));
     drop(store);
     let reply = match out {
         Ok(Some(reply)) => reply,
-        // A state the Lua computes or formats its own way.
         Ok(None) => return Err(Cause::ScriptState),
-        Err(_) => return Err(Cause::Error),
+        Err(cause) => return Err(cause),
     };
     stats::SYNC_CALLS.inc();
     crate::blocking::serve_now(ctx);

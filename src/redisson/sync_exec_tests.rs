@@ -69,3 +69,34 @@ fn a_count_down_of_an_absent_latch_leaves_no_key() {
     assert_eq!(run(&mut s, SyncKind::CountDown { publish: Publish::Fixed }, &[b"l"]), Some(Reply::Nil));
     assert!(!s.exists(b"l"));
 }
+
+#[test]
+fn drain_and_try_set_answer_on_any_string_as_the_lua_does() {
+    for odd in [&b" 3"[..], b"2.0", b"abc"] {
+        let mut s = MemoryStore::at(NOW);
+        s.set(b"s", odd);
+        let try_set = SyncKind::TrySet { publish: Publish::Arg(2), old: false };
+        assert_eq!(run(&mut s, try_set, &[b"s", b"4"]), Some(Reply::Int(0)), "a value is there: refused");
+        assert_eq!(run(&mut s, SyncKind::SemTrySetTtl, &[b"s", b"4", b"LEASE", b"1000"]), Some(Reply::Int(0)));
+        assert!(s.published.is_empty());
+        assert_eq!(run(&mut s, SyncKind::SemDrain, &[b"s"]), Some(Reply::Bulk(odd.to_vec())), "replied as it is");
+        assert_eq!(s.get(b"s"), Ok(Some(b"0".to_vec())));
+    }
+    let mut s = MemoryStore::at(NOW);
+    s.hash_set(b"s", b"f", b"1");
+    assert!(answer(&mut s, SyncKind::SemDrain, &[b"s"]).is_err(), "another type: the script's WRONGTYPE");
+}
+
+#[test]
+fn a_value_lua_reads_as_a_number_is_a_script_state_anything_else_an_error() {
+    let mut s = MemoryStore::at(NOW);
+    for (value, cause) in [(&b" 3"[..], Cause::ScriptState), (b"2.0", Cause::ScriptState), (b"abc", Cause::Error)] {
+        s.set(b"s", value);
+        let e = answer(&mut s, SyncKind::SemAcquire, &[b"s", b"1"]).expect_err("not an integer");
+        assert_eq!(cause_of(&mut s, b"s", &e), cause, "{:?}", String::from_utf8_lossy(value));
+    }
+    s.del(b"s");
+    s.hash_set(b"s", b"f", b"1");
+    let e = answer(&mut s, SyncKind::SemAcquire, &[b"s", b"1"]).expect_err("another type");
+    assert_eq!(cause_of(&mut s, b"s", &e), Cause::Error);
+}

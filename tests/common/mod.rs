@@ -15,6 +15,7 @@ pub mod redisson;
 pub mod redisson_calls;
 pub mod sync_calls;
 pub mod sync_pair;
+pub mod sync_states;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -350,6 +351,8 @@ pub struct Subscriber {
     messages: Arc<Mutex<Vec<(String, String)>>>,
     /// A connection to the subscriber's server, for [`Subscriber::take`]'s marker.
     publisher: Option<Mutex<redis::Connection>>,
+    /// How often [`Subscriber::take_through`] looks for its marker.
+    pub poll: Duration,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -378,7 +381,7 @@ impl Subscriber {
         }
         // The PSUBSCRIBE is acknowledged before `ready`; give the server a moment anyway.
         std::thread::sleep(Duration::from_millis(20));
-        Subscriber { messages, publisher: None, stop, thread: Some(thread) }
+        Subscriber { messages, publisher: None, poll: Duration::from_millis(2), stop, thread: Some(thread) }
     }
 
     /// Messages received so far, drained: with a subscriber of [`Server::subscriber`], all
@@ -410,7 +413,7 @@ impl Subscriber {
                 }
             }
             assert!(Instant::now() < deadline, "the subscriber never received its marker");
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(self.poll);
         }
     }
 

@@ -1,0 +1,251 @@
+//! Every body of Redisson's synchronizer scripts (`RSemaphore`, `RPermitExpirableSemaphore`,
+//! `RCountDownLatch`, every release), with the KEYS and ARGV its method sends, on every kind
+//! of synchronizer state, run by a plain server (Lua) and by one with
+//! `lockmod.redisson-scripts native`: replies (RESP2, and RESP3 on a few states), keyspaces
+//! (TTLs and lease ends within the tolerance) and published messages must be equal.
+//!
+//! The random differential run (`tests/diff_sync.rs`) mixes a release group's bodies on the
+//! states they make. This run puts each body in front of every state a name can be in: absent,
+//! zero, one and many permits (or a count), below zero, with a TTL; counts at and past what
+//! Lua's doubles hold exactly (10^14, 2^53, 2^63 - 1); values Lua's `tonumber` reads and the
+//! module does not (`" 3"`, `"2.0"`), a non-number, another type; and for the expirable
+//! semaphore, each of those beside leases held by the caller and by another client, live,
+//! expired and not yet reclaimed, or without a lease, and another type under the timeout zset.
+//! Permit ids are the client's (Redisson sends them), so replies naming one are compared as
+//! they are, byte for byte.
+//!
+//! The run also measures which calls ran natively (`INFO lockmod`): on the states a body's own
+//! class makes (ordinary use, `sync_states::ordinary`) every call must; every call run as Lua
+//! must be counted under exactly one `redisson_lua_<cause>`. The summary printed at the end
+//! says which (body, state) pairs went to Lua, and why.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::diff::now_ms;
+use common::redisson::{info, raw_match};
+use common::sync_calls::{self as sc, role, Family, Role};
+use common::sync_pair::{self, SyncPair};
+use common::sync_states::{self as st, Leases, State, Value};
+
+const CAUSES: [&str; 8] =
+    ["not_accelerated", "arguments", "server_state", "acl", "script_cache", "module_rule", "script_state", "error"];
+
+/// `availablePermits` (3.22+): reclaims on the Lua side what the native timer returned.
+const AVAILABLE: &str = "26b3972b2c9e617556282f404cb79709d746a713";
+
+/// `redisson_native_total` and the `redisson_lua_<cause>` counters.
+fn counters(c: &mut redis::Connection) -> (u64, [u64; 8]) {
+    let m = info(c, "lockmod");
+    let get = |f: &str| m.get(&format!("lockmod_redisson_{f}")).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut causes = [0; 8];
+    for (i, c) in CAUSES.iter().enumerate() {
+        causes[i] = get(&format!("lua_{c}"));
+    }
+    (get("native_total"), causes)
+}
+
+/// The bodies whose native command reclaims expired permits and arms the reclaim timer.
+fn arms_timer(r: Role) -> bool {
+    use Role::*;
+    matches!(
+        r,
+        PAcquireOne { .. }
+            | PAcquireIds
+            | PReleaseOne { .. }
+            | PReleaseEach
+            | PReleaseAll
+            | PAvailable { .. }
+            | PAcquired { .. }
+            | PUpdateLease { .. }
+            | PSetPermits { .. }
+    )
+}
+
+fn expired(c: &mut redis::Connection) -> usize {
+    let z = sc::timeouts(st::NAME);
+    let t: String = redis::cmd("TYPE").arg(&z).query(c).expect("TYPE");
+    if t != "zset" {
+        return 0;
+    }
+    redis::cmd("ZCOUNT").arg(&z).arg(0).arg(now_ms()).query(c).expect("ZCOUNT")
+}
+
+/// A native call that leaves expired permits arms the reclaim timer, which returns them at
+/// once (issue 26: at their deadline), where the Lua side waits for the next call that
+/// reclaims: that call (`availablePermits`) is made on the Lua side, so both are compared
+/// after every deadline was processed.
+fn settle(pair: &mut SyncPair) {
+    if expired(&mut pair.lc) == 0 {
+        return;
+    }
+    for _ in 0..100 {
+        if expired(&mut pair.nc) == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+    if expired(&mut pair.nc) > 0 {
+        return;
+    }
+    let z = sc::timeouts(st::NAME);
+    let ch = sc::semaphore_channel(st::NAME);
+    let _: redis::Value = redis::cmd("EVALSHA")
+        .arg(AVAILABLE)
+        .arg(3)
+        .arg(st::NAME)
+        .arg(&z)
+        .arg(&ch)
+        .arg(now_ms())
+        .arg("PUBLISH")
+        .query(&mut pair.lc)
+        .expect("availablePermits");
+}
+
+/// The states lower-case `publish` and RESP3 are sent on, besides `PUBLISH` in RESP2.
+fn forms(state: State, takes_publish: bool) -> Vec<(&'static str, bool)> {
+    let mut v = vec![("PUBLISH", false)];
+    if takes_publish && state.value == Value::Many && matches!(state.leases, Leases::None | Leases::Mine) {
+        v.push(("publish", false));
+    }
+    let resp3 = match state.value {
+        Value::One => matches!(state.leases, Leases::None | Leases::Mine | Leases::TheirsNoLease),
+        Value::Absent => state.leases == Leases::None,
+        _ => false,
+    };
+    if resp3 {
+        v.push(("PUBLISH", true));
+    }
+    v
+}
+
+#[derive(Default)]
+struct Findings {
+    cases: usize,
+    native: usize,
+    ordinary: usize,
+    ordinary_native: usize,
+    differences: Vec<String>,
+    miscounted: Vec<String>,
+    not_native_in_ordinary_use: Vec<String>,
+    /// (body, cause) -> the states it went to Lua on.
+    left: BTreeMap<(String, &'static str), Vec<String>>,
+}
+
+#[test]
+fn every_redisson_sync_body_answers_as_its_lua_on_every_synchronizer_state() {
+    let started = std::time::Instant::now();
+    let scripts = sync_pair::load();
+    let mut pair = SyncPair::new(&scripts, &[]);
+    pair.fast_messages();
+    let mut f = Findings::default();
+    // `SYNC_STATES_ONLY=sha-prefix,...` runs those bodies alone (to look into one).
+    let only = std::env::var("SYNC_STATES_ONLY").ok();
+    let picked = |sha: &str| only.as_deref().is_none_or(|o| o.split(',').any(|p| sha.starts_with(p)));
+    for body in scripts.bodies.iter().filter(|b| picked(&b.sha)) {
+        let r = role(&body.sha);
+        let expirable = sc::families(&body.sha).contains(&Family::Expirable);
+        for state in st::states(expirable) {
+            for variant in st::variants(r) {
+                let takes_publish = st::takes_publish(&st::call(&body.sha, &variant, "PUBLISH", 0).argv);
+                for (publish, resp3) in forms(state, takes_publish) {
+                    pair.flush_keys();
+                    pair.setup(&st::setup(state, now_ms()));
+                    let c = st::call(&body.sha, &variant, publish, now_ms());
+                    let before = counters(&mut pair.nc);
+                    let (lua, nat) = pair.call_both(&c.evalsha(), resp3);
+                    let after = counters(&mut pair.nc);
+                    let native = after.0 > before.0;
+                    if native && arms_timer(r) {
+                        settle(&mut pair);
+                    }
+                    let keyspace = pair.difference();
+                    let what = format!(
+                        "{} {r:?} [{}] on {:?}/{:?} ({publish}{})",
+                        &body.sha[..8],
+                        variant.label,
+                        state.value,
+                        state.leases,
+                        if resp3 { ", RESP3" } else { "" }
+                    );
+                    f.cases += 1;
+                    f.native += usize::from(native);
+                    if !raw_match(&lua, &nat, c.ttl) {
+                        f.differences.push(format!("{what}: lua {lua:?}, native {nat:?}"));
+                    } else if let Some(d) = keyspace {
+                        f.differences.push(format!("{what}: {d}"));
+                    }
+                    // Counted once: natively, or under the one cause that sent it to Lua.
+                    let moved: Vec<&str> = CAUSES
+                        .iter()
+                        .zip(after.1.iter().zip(&before.1))
+                        .filter(|(_, (a, b))| a > b)
+                        .map(|(c, _)| *c)
+                        .collect();
+                    let counted_once =
+                        if native { moved.is_empty() && after.0 == before.0 + 1 } else { moved.len() == 1 };
+                    if !counted_once {
+                        f.miscounted.push(format!("{what}: native {native}, causes {moved:?}"));
+                    }
+                    if !native {
+                        let cause = moved.first().copied().unwrap_or("uncounted");
+                        let key = (format!("{} {r:?}", &body.sha[..8]), cause);
+                        f.left
+                            .entry(key)
+                            .or_default()
+                            .push(format!("{:?}/{:?} [{}]", state.value, state.leases, variant.label));
+                    }
+                    if st::ordinary(&body.sha, state, &variant) {
+                        f.ordinary += 1;
+                        f.ordinary_native += usize::from(native);
+                        if !native {
+                            f.not_native_in_ordinary_use.push(what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    report(&f, started.elapsed());
+}
+
+fn report(f: &Findings, took: std::time::Duration) {
+    eprintln!(
+        "{} calls in {:.1} s, {} ran natively; ordinary use: {} of {} native; left to Lua:",
+        f.cases,
+        took.as_secs_f64(),
+        f.native,
+        f.ordinary_native,
+        f.ordinary
+    );
+    for ((body, cause), states) in &f.left {
+        let shown: Vec<&str> = states.iter().take(6).map(String::as_str).collect();
+        let more = if states.len() > 6 { format!(", ... ({} in all)", states.len()) } else { String::new() };
+        eprintln!("  {body}: {cause}: {}{more}", shown.join(", "));
+    }
+    assert!(f.cases > 2_000 || std::env::var_os("SYNC_STATES_ONLY").is_some(), "{} calls", f.cases);
+    let mut failures = Vec::new();
+    if !f.differences.is_empty() {
+        failures.push(format!(
+            "{} calls answered unlike the Lua:\n  {}",
+            f.differences.len(),
+            f.differences.join("\n  ")
+        ));
+    }
+    if !f.miscounted.is_empty() {
+        failures.push(format!(
+            "{} calls not counted once (natively or under one cause):\n  {}",
+            f.miscounted.len(),
+            f.miscounted.join("\n  ")
+        ));
+    }
+    if !f.not_native_in_ordinary_use.is_empty() {
+        failures.push(format!(
+            "{} calls of ordinary use left to Lua:\n  {}",
+            f.not_native_in_ordinary_use.len(),
+            f.not_native_in_ordinary_use.join("\n  ")
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
