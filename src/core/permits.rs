@@ -38,7 +38,13 @@ pub const MAX_ACQUIRE: i64 = 1 << 16;
 
 /// `id` as Redisson shows it: lowercase hex.
 pub fn id_hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(id.len() * 2);
+    for &b in id {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 /// The bytes of a hex permit id (either case, as Redisson's `decodeHexDump` reads it).
