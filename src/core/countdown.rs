@@ -16,8 +16,8 @@
 use super::access::Need;
 use super::semaphore::non_negative;
 use super::store::SyncStore;
-use super::sync_names::latch_channel;
-use super::{permit, LockError, Result};
+use super::sync_names::{latch_channel, latch_channel_buf};
+use super::{permit, IntBuf, LockError, Result};
 
 /// Redisson's `CountDownLatchPubSub.NEW_COUNT_MESSAGE`: a count was set (or the latch deleted).
 pub const NEW_COUNT: &[u8] = b"1";
@@ -37,8 +37,8 @@ pub fn try_set_count<S: SyncStore>(s: &mut S, key: &[u8], count: i64) -> Result<
     if s.exists(key) {
         return Ok(false);
     }
-    s.set(key, count.to_string().as_bytes());
-    s.publish(&latch_channel(key), NEW_COUNT);
+    s.set(key, IntBuf::default().format(count));
+    s.publish(&latch_channel_buf(key), NEW_COUNT);
     Ok(true)
 }
 
@@ -88,7 +88,7 @@ pub fn count_down<S: SyncStore>(s: &mut S, key: &[u8]) -> Result<CountDown> {
     if left < 0 {
         return Ok(CountDown::Deleted);
     }
-    s.publish(&latch_channel(key), ZERO_COUNT);
+    s.publish(&latch_channel_buf(key), ZERO_COUNT);
     Ok(CountDown::Opened)
 }
 
@@ -111,7 +111,7 @@ pub fn delete<S: SyncStore>(s: &mut S, key: &[u8]) -> Result<bool> {
     if !s.del(key) {
         return Ok(false);
     }
-    s.publish(&latch_channel(key), NEW_COUNT);
+    s.publish(&latch_channel_buf(key), NEW_COUNT);
     Ok(true)
 }
 

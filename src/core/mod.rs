@@ -43,7 +43,7 @@ mod access_tests;
 
 pub use error::{Denied, LockError};
 pub use latch::{latch_check, latch_record, latch_record_unreleased, Latch};
-pub use numbers::{deadline, incremented, parse_i64};
+pub use numbers::{deadline, incremented, parse_i64, IntBuf};
 pub use reply::{Reply, Result};
 pub use store::{permit, Store};
 

@@ -112,6 +112,23 @@ pub fn fair_queue_buf(key: &[u8]) -> NameBuf {
     NameBuf::Short(buf, at)
 }
 
+/// The concatenation of `parts`, on the stack when short (a synchronizer's channel, built for
+/// every publish).
+#[inline]
+pub fn concat_buf(parts: &[&[u8]]) -> NameBuf {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > SHORT {
+        return NameBuf::Long(parts.concat());
+    }
+    let mut buf = [0u8; SHORT];
+    let mut at = 0;
+    for p in parts {
+        buf[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+    NameBuf::Short(buf, at)
+}
+
 /// The fair lock's zset of waiter deadlines.
 pub fn fair_timeouts(key: &[u8]) -> Vec<u8> {
     prefix("redisson_lock_timeout", key)

@@ -22,8 +22,8 @@
 use super::access::{KeyUse, Need};
 use super::semaphore::{self, non_negative};
 use super::store::SyncStore;
-use super::sync_names::{permit_timeouts, semaphore_channel};
-use super::{incremented, permit, LockError, Result};
+use super::sync_names::{permit_timeouts, semaphore_channel, semaphore_channel_buf};
+use super::{incremented, permit, IntBuf, LockError, Result};
 
 /// Bytes in a permit id.
 pub const ID_LEN: usize = 16;
@@ -38,7 +38,13 @@ pub const MAX_ACQUIRE: i64 = 1 << 16;
 
 /// `id` as Redisson shows it: lowercase hex.
 pub fn id_hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(id.len() * 2);
+    for &b in id {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 /// The bytes of a hex permit id (either case, as Redisson's `decodeHexDump` reads it).
@@ -78,7 +84,7 @@ pub fn reclaim<S: SyncStore>(s: &mut S, key: &[u8], now: i64, limit: Option<usiz
     s.zset_rem_many(&z, &members);
     let v = s.incr_by(key, n)?;
     if v > 0 {
-        s.publish(&semaphore_channel(key), v.to_string().as_bytes());
+        s.publish(&semaphore_channel_buf(key), IntBuf::default().format(v));
     }
     Ok(Some(v))
 }
@@ -169,7 +175,7 @@ pub fn release_one<S: SyncStore>(s: &mut S, key: &[u8], id: &[u8]) -> Result<Rel
     incremented(available.unwrap_or(0), 1)?;
     s.zset_rem(&z, id);
     let v = s.incr_by(key, 1)?;
-    s.publish(&semaphore_channel(key), v.to_string().as_bytes());
+    s.publish(&semaphore_channel_buf(key), IntBuf::default().format(v));
     Ok(if expiry <= now as f64 { ReleaseOne::Late } else { ReleaseOne::Released })
 }
 
@@ -214,7 +220,7 @@ fn give_back<S: SyncStore>(s: &mut S, key: &[u8], z: &[u8], now: i64, ids: &[&[u
         return Ok(0);
     }
     s.incr_by(key, removed)?;
-    s.publish(&semaphore_channel(key), removed.to_string().as_bytes());
+    s.publish(&semaphore_channel_buf(key), IntBuf::default().format(removed));
     Ok(removed)
 }
 
@@ -321,7 +327,7 @@ pub fn set_permits<S: SyncStore>(s: &mut S, key: &[u8], permits: i64) -> Result<
     let v = permits.to_string().into_bytes();
     let Some(available) = available else {
         s.set(key, &v);
-        s.publish(&semaphore_channel(key), &v);
+        s.publish(&semaphore_channel_buf(key), &v);
         return Ok(true);
     };
     let total = incremented(available, s.zset_count(&z, 0.0, f64::INFINITY)? as i64)?;
@@ -330,7 +336,7 @@ pub fn set_permits<S: SyncStore>(s: &mut S, key: &[u8], permits: i64) -> Result<
     }
     let delta = permits.checked_sub(total).ok_or(LockError::Overflow)?;
     s.incr_by(key, delta)?;
-    s.publish(&semaphore_channel(key), &v);
+    s.publish(&semaphore_channel_buf(key), &v);
     Ok(true)
 }
 
@@ -340,9 +346,9 @@ pub fn set_permits<S: SyncStore>(s: &mut S, key: &[u8], permits: i64) -> Result<
 pub fn add_permits<S: SyncStore>(s: &mut S, key: &[u8], delta: i64) -> Result<i64> {
     permit(s, || vec![Need::Publish(semaphore_channel(key))])?;
     let next = incremented(s.get_int(key)?.unwrap_or(0), delta)?;
-    s.set(key, next.to_string().as_bytes());
+    s.set(key, IntBuf::default().format(next));
     if delta > 0 {
-        s.publish(&semaphore_channel(key), delta.to_string().as_bytes());
+        s.publish(&semaphore_channel_buf(key), IntBuf::default().format(delta));
     }
     Ok(next)
 }

@@ -66,6 +66,8 @@ fn snapshot(s: &MemoryStore) -> Vec<(Vec<u8>, String, Option<i64>)> {
 fn ids_are_16_bytes_shown_as_lowercase_hex_and_read_in_either_case() {
     let id: PermitId = [0xab; ID_LEN];
     assert_eq!(id_hex(&id), "ab".repeat(16));
+    let every: Vec<u8> = (0..=255).collect();
+    assert_eq!(id_hex(&every), every.iter().map(|b| format!("{b:02x}")).collect::<String>());
     assert_eq!(parse_id("AB".repeat(16).as_bytes()), Ok(id.to_vec()));
     for bad in ["", "abc", "zz", "0x12"] {
         assert_eq!(parse_id(bad.as_bytes()), Err(LockError::BadPermitId), "{bad:?}");

@@ -19,8 +19,8 @@
 
 use super::access::Need;
 use super::store::SyncStore;
-use super::sync_names::semaphore_channel;
-use super::{deadline, incremented, permit, LockError, Result};
+use super::sync_names::{semaphore_channel, semaphore_channel_buf};
+use super::{deadline, incremented, permit, IntBuf, LockError, Result};
 
 /// Checks a permit count argument: Redisson's "Permits amount can't be negative".
 pub(crate) fn non_negative(n: i64, what: &'static str) -> Result<()> {
@@ -54,7 +54,7 @@ pub fn try_set_permits<S: SyncStore>(s: &mut S, key: &[u8], permits: i64, lease_
         Some(at) => s.set_px_at(key, &v, at),
         None => s.set(key, &v),
     }
-    s.publish(&semaphore_channel(key), &v);
+    s.publish(&semaphore_channel_buf(key), &v);
     Ok(true)
 }
 
@@ -102,7 +102,7 @@ pub fn release<S: SyncStore>(s: &mut S, key: &[u8], permits: i64) -> Result<i64>
 fn add<S: SyncStore>(s: &mut S, key: &[u8], permits: i64) -> Result<i64> {
     incremented(s.get_int(key)?.unwrap_or(0), permits)?;
     let v = s.incr_by(key, permits)?;
-    s.publish(&semaphore_channel(key), v.to_string().as_bytes());
+    s.publish(&semaphore_channel_buf(key), IntBuf::default().format(v));
     Ok(v)
 }
 
@@ -125,7 +125,7 @@ pub fn add_permits<S: SyncStore>(s: &mut S, key: &[u8], delta: i64) -> Result<i6
     let next = incremented(s.get_int(key)?.unwrap_or(0), delta)?;
     let v = next.to_string().into_bytes();
     s.set(key, &v);
-    s.publish(&semaphore_channel(key), &v);
+    s.publish(&semaphore_channel_buf(key), &v);
     Ok(next)
 }
 

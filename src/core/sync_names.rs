@@ -8,11 +8,20 @@
 //! published to, and a plain `PUBLISH` has no slot; Redis Cluster with sharded pub/sub
 //! (`SPUBLISH`) would hash it by its first tag (`a{b`), which is not the key's slot.
 
-use super::names;
+use super::names::{self, concat_buf, NameBuf};
 
 /// `redisson_sc:{name}`: where both semaphores publish the permits a change made available.
 pub fn semaphore_channel(name: &[u8]) -> Vec<u8> {
     names::prefix("redisson_sc", name)
+}
+
+/// [`semaphore_channel`] on the stack when short: every change that adds permits publishes.
+pub fn semaphore_channel_buf(name: &[u8]) -> NameBuf {
+    if name.contains(&b'{') {
+        concat_buf(&[b"redisson_sc:", name])
+    } else {
+        concat_buf(&[b"redisson_sc:{", name, b"}"])
+    }
 }
 
 /// `{name}:timeout`: the expirable semaphore's zset of leased permit ids -> absolute expiry
@@ -23,12 +32,12 @@ pub fn permit_timeouts(name: &[u8]) -> Vec<u8> {
 
 /// `redisson_countdownlatch__channel__{name}`: the latch's channel, braced whatever the name.
 pub fn latch_channel(name: &[u8]) -> Vec<u8> {
-    const HEAD: &[u8] = b"redisson_countdownlatch__channel__{";
-    let mut c = Vec::with_capacity(HEAD.len() + name.len() + 1);
-    c.extend_from_slice(HEAD);
-    c.extend_from_slice(name);
-    c.push(b'}');
-    c
+    latch_channel_buf(name).to_vec()
+}
+
+/// [`latch_channel`] on the stack when short.
+pub fn latch_channel_buf(name: &[u8]) -> NameBuf {
+    concat_buf(&[b"redisson_countdownlatch__channel__{", name, b"}"])
 }
 
 #[cfg(test)]
@@ -42,6 +51,11 @@ mod tests {
         ("{s}",      "redisson_sc:{s}",    "{s}:timeout",       "redisson_countdownlatch__channel__{{s}}"),
         ("a{b}c",    "redisson_sc:a{b}c",  "a{b}c:timeout",     "redisson_countdownlatch__channel__{a{b}c}"),
         ("",         "redisson_sc:{}",     "{}:timeout",        "redisson_countdownlatch__channel__{}"),
+        // Past the stack buffer: built on the heap, the same bytes.
+        ("a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789",
+                     "redisson_sc:{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}",
+                                           "{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}:timeout",
+                                                                "redisson_countdownlatch__channel__{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}"),
     ];
 
     #[test]
@@ -51,6 +65,8 @@ mod tests {
             assert_eq!(semaphore_channel(n), channel.as_bytes(), "channel of {name:?}");
             assert_eq!(permit_timeouts(n), timeouts.as_bytes(), "timeouts of {name:?}");
             assert_eq!(latch_channel(n), latch.as_bytes(), "latch channel of {name:?}");
+            assert_eq!(&*semaphore_channel_buf(n), channel.as_bytes(), "channel buffer of {name:?}");
+            assert_eq!(&*latch_channel_buf(n), latch.as_bytes(), "latch channel buffer of {name:?}");
         }
     }
 }

@@ -3,8 +3,8 @@
 //! command it stands for (`SET`, `INCRBY`, `DECRBY`), as Redisson's Lua would make them.
 //!
 //! `INCRBY` and `DECRBY` are deterministic on the state they find, so they are replicated as
-//! they are; the key keeps its TTL (the key API's `StringSet` drops it, so it is put back, as
-//! Redis' `INCRBY` never touches it). `SET` drops a TTL on both sides.
+//! they are; the key keeps its TTL (its string is rewritten in place, as Redis' `INCRBY` never
+//! touches the TTL). `SET` drops a TTL on both sides.
 
 use super::{RedisStore, STRING};
 use crate::core::store::SyncStore;
@@ -21,11 +21,12 @@ impl RedisStore<'_> {
         let step = if decr { by.checked_neg().ok_or(LockError::Overflow)? } else { by };
         let i = self.slot(key);
         let k = &self.keys[i];
-        let expiry = k.key.expire_at();
-        let v = self.ctx.string(IntBuf::default().format(next));
-        k.key.string_set(v.as_ref());
-        if let Some(at) = expiry {
-            k.key.set_expire_at(at);
+        let mut buf = IntBuf::default();
+        let digits = buf.format(next);
+        // An existing counter is rewritten in place (its object, so its TTL, stay); an absent
+        // one is created, with no TTL.
+        if !k.key.string_overwrite(digits) {
+            k.key.string_set(self.ctx.string(digits).as_ref());
         }
         let (event, cmd) = if decr { (c"decrby", c"DECRBY") } else { (c"incrby", c"INCRBY") };
         self.effect(STRING, event, k.name.raw(), cmd, &[Arg::S(k.name.raw()), Arg::I(step)]);
@@ -51,6 +52,17 @@ impl RedisStore<'_> {
 }
 
 impl SyncStore for RedisStore<'_> {
+    fn get_int(&mut self, key: &[u8]) -> Result<Option<i64>> {
+        // Parsed where Redis keeps the bytes: no copy.
+        match self.typed(key, KeyKind::String)? {
+            None => Ok(None),
+            Some(k) => match k.key.string_with(crate::core::parse_i64) {
+                Some(Some(n)) => Ok(Some(n)),
+                _ => Err(LockError::NotInteger),
+            },
+        }
+    }
+
     fn set(&mut self, key: &[u8], value: &[u8]) {
         // The key keeps the value's object itself: never a shared one (see `ffi::shared`).
         let v = self.ctx.string(value);

@@ -39,7 +39,6 @@ pub use served::ServedBy;
 const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
 const STRING: u32 = raw::REDISMODULE_NOTIFY_STRING as u32;
 const HASH: u32 = raw::REDISMODULE_NOTIFY_HASH as u32;
-const CLUSTER_FLAG: u64 = raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64;
 
 /// `PXAT`, a replicated argument of every read hold's `SET`.
 fn pxat() -> Arg<'static> {

@@ -3,7 +3,7 @@
 //! sets and read holds are in `collections.rs` and `read_holds.rs`.
 
 use super::keys::Name;
-use super::{pxat, RedisStore, CLUSTER_FLAG, GENERIC, HASH, STRING};
+use super::{pxat, RedisStore, GENERIC, HASH, STRING};
 use crate::core::access::Need;
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, LockError, Result};
@@ -296,7 +296,7 @@ impl Store for RedisStore<'_> {
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) {
-        let cluster = self.ctx.flags() & CLUSTER_FLAG != 0;
+        let cluster = self.ctx.in_cluster();
         // Made once, for the message and for its replication.
         let (c, m) = (self.ctx.string(channel), self.name(message));
         let (c, m) = (c.as_ref(), m.raw());

@@ -71,6 +71,7 @@ needed_apis!(
     RedisModule_ScanCursorDestroy,
     RedisModule_StringDMA,
     RedisModule_StringSet,
+    RedisModule_StringTruncate,
     RedisModule_ListPush,
     RedisModule_ListPop,
     RedisModule_ListGet,

@@ -40,6 +40,22 @@ impl Ctx {
         unsafe { api!(RedisModule_GetContextFlags)(self.0) as u64 }
     }
 
+    /// Whether the server runs in cluster mode: read once (`cluster-enabled` cannot change
+    /// while the server runs), then remembered.
+    pub fn in_cluster(&self) -> bool {
+        use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+        // 0: not read yet, 1: no, 2: yes.
+        static CLUSTER: AtomicU8 = AtomicU8::new(0);
+        match CLUSTER.load(Relaxed) {
+            0 => {
+                let yes = self.flags() & raw::REDISMODULE_CTX_FLAGS_CLUSTER as u64 != 0;
+                CLUSTER.store(if yes { 2 } else { 1 }, Relaxed);
+                yes
+            }
+            v => v == 2,
+        }
+    }
+
     pub fn client_id(&self) -> u64 {
         // SAFETY: live context.
         unsafe { api!(RedisModule_GetClientId)(self.0) }

@@ -3,7 +3,7 @@
 
 use redis_module::raw;
 
-use super::{modified, RawCtx, StrRef, OK, READ};
+use super::{modified, RawCtx, StrRef, OK, READ, WRITE};
 
 /// The type of the value at a key.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -122,6 +122,48 @@ impl Key {
             }
             std::slice::from_raw_parts(p as *const u8, len).to_vec()
         }
+    }
+
+    /// `f` of the bytes of a string key, read in place (no copy); `None` if the key is not a
+    /// string.
+    pub fn string_with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.ptr.is_null() || self.kind() != KeyKind::String {
+            return None;
+        }
+        let mut len = 0usize;
+        // SAFETY: read-only DMA access to a string key; `f` is done with the bytes before the
+        // key is touched again.
+        unsafe {
+            let p = api!(RedisModule_StringDMA)(self.ptr, &mut len, READ);
+            if p.is_null() {
+                return None;
+            }
+            Some(f(std::slice::from_raw_parts(p as *const u8, len)))
+        }
+    }
+
+    /// Overwrites the value of an existing string key with `value` in place: the key, its
+    /// expiry and its object stay, only the bytes change (what `INCRBY` does to a counter).
+    /// False, writing nothing, if the key is not a string.
+    pub fn string_overwrite(&self, value: &[u8]) -> bool {
+        if self.ptr.is_null() || self.kind() != KeyKind::String {
+            return false;
+        }
+        let mut len = 0usize;
+        // SAFETY: live key handle opened for writing (Redis checks both calls and fails if not):
+        // the string is resized to `value.len()` bytes, then written through the DMA pointer,
+        // which is valid for `len` bytes until the key is next touched.
+        unsafe {
+            if api!(RedisModule_StringTruncate)(self.ptr, value.len()) != OK {
+                return false;
+            }
+            let p = api!(RedisModule_StringDMA)(self.ptr, &mut len, WRITE);
+            if p.is_null() || len != value.len() {
+                return false;
+            }
+            std::ptr::copy_nonoverlapping(value.as_ptr(), p as *mut u8, len);
+        }
+        self.mark(true)
     }
 
     /// Replaces the value (of any type) with the string `value`, dropping any expiry.

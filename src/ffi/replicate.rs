@@ -97,7 +97,14 @@ impl Ctx {
                     }
                     None => *b,
                 },
-                Arg::I(n) => buf.format(*n),
+                Arg::I(n) => match super::shared::shared_int(*n) {
+                    // A step of one, a first count: a reference count, not a string.
+                    Some(s) => {
+                        *raw = s.ptr;
+                        continue;
+                    }
+                    None => buf.format(*n),
+                },
             };
             // SAFETY: Redis copies `bytes`; the string is freed below with the same context.
             *raw = unsafe { api!(RedisModule_CreateString)(self.0, bytes.as_ptr() as *const c_char, bytes.len()) };

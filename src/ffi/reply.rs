@@ -51,54 +51,9 @@ impl Ctx {
     }
 }
 
-/// A stack buffer for formatting integers without allocating.
+/// A stack buffer for formatting integers without allocating (`core::IntBuf`).
 pub(super) mod itoa_buf {
-    #[derive(Default)]
-    pub struct Buf([u8; 24], usize);
-
-    /// "00" to "99": two digits per division (a lease's absolute expiry has 13).
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-
-    impl Buf {
-        pub fn format(&mut self, n: i64) -> &[u8] {
-            let mut v = n.unsigned_abs();
-            let mut i = self.0.len();
-            while v >= 100 {
-                let d = (v % 100) as usize * 2;
-                v /= 100;
-                i -= 2;
-                self.0[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
-            }
-            if v >= 10 {
-                let d = v as usize * 2;
-                i -= 2;
-                self.0[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
-            } else {
-                i -= 1;
-                self.0[i] = b'0' + v as u8;
-            }
-            if n < 0 {
-                i -= 1;
-                self.0[i] = b'-';
-            }
-            self.1 = i;
-            &self.0[i..]
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn integers_format_as_redis_prints_them() {
-            for n in [0, 1, 9, 10, 99, 100, 101, 12345, -1, -10, -99, -100, 1_700_000_000_123, i64::MAX, i64::MIN] {
-                assert_eq!(super::Buf::default().format(n), n.to_string().as_bytes(), "{n}");
-            }
-        }
-    }
+    pub use crate::core::IntBuf as Buf;
 }
 
 pub use itoa_buf::Buf as IntBuf;
