@@ -13,7 +13,7 @@ mod common;
 
 use common::diff::env;
 use common::names;
-use common::redisson::{calls, field, info, ScriptPair, Scripts};
+use common::redisson::{calls, field, info, ScriptPair, Scripts, CAUSES};
 use common::redisson_calls::{family, role, Family, Gen, Role};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -126,7 +126,15 @@ fn assert_ran_natively(pair: &mut ScriptPair, fam: Family, releases: &[String]) 
     let fallbacks = field(&mut pair.nc, "redisson_fallbacks");
     let left = field(&mut pair.nc, "redisson_left_to_lua");
     let sent = pair.scripts_sent;
-    let what = format!("releases {releases:?}: sent {sent}, native {native}, fallbacks {fallbacks}, left {left}");
+    // Calls met in a state only the script answers (an older fair body's queue with a waiter
+    // without a deadline, which other clients' writes plant here and which lasts until the
+    // queue is cleared; an odd latch value): left to Lua by design, so not held against the
+    // share run natively.
+    let script_state = field(&mut pair.nc, "redisson_lua_script_state");
+    let what = format!(
+        "releases {releases:?}: sent {sent}, native {native}, fallbacks {fallbacks} ({script_state} for a state only \
+         the script answers), left {left}"
+    );
     eprintln!("  {what}");
     assert_eq!(native + fallbacks + left, sent, "{what}");
     assert_eq!(calls(&stats, "evalsha"), fallbacks + left, "{what}");
@@ -149,7 +157,9 @@ fn assert_ran_natively(pair: &mut ScriptPair, fam: Family, releases: &[String]) 
     .map(|c| calls(&stats, c))
     .sum();
     assert_eq!(module_calls, native + fallbacks, "{what}");
-    assert!(native * 10 >= sent * 8, "{what}: under 80% ran natively");
+    let causes: u64 = CAUSES.iter().map(|c| field(&mut pair.nc, c)).sum();
+    assert_eq!(causes, fallbacks + left, "{what}: every call run as Lua is counted under one cause");
+    assert!(native * 10 >= (sent - script_state) * 8, "{what}: under 80% ran natively");
     for c in commands(fam).iter().take(2) {
         assert!(calls(&stats, c) > 0, "{what}: {c} never ran");
     }

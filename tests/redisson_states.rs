@@ -20,7 +20,7 @@ mod common;
 
 use common::diff::now_ms;
 use common::names;
-use common::redisson::{field, ScriptPair, Scripts};
+use common::redisson::{causes, field, ScriptPair, Scripts, CAUSES};
 use common::redisson_calls::{call, role, Choices, Role};
 
 const NAME: &str = "lock";
@@ -326,22 +326,6 @@ fn every_redisson_body_answers_as_its_lua_on_every_lock_state() {
         "calls of ordinary use left to Lua:\n  {}",
         not_native_in_ordinary_use.join("\n  ")
     );
-}
-
-/// `INFO lockmod`'s count of calls run as Lua, by cause.
-const CAUSES: &[&str] = &[
-    "redisson_lua_not_accelerated",
-    "redisson_lua_arguments",
-    "redisson_lua_server_state",
-    "redisson_lua_acl",
-    "redisson_lua_script_cache",
-    "redisson_lua_module_rule",
-    "redisson_lua_script_state",
-    "redisson_lua_error",
-];
-
-fn causes(c: &mut redis::Connection) -> Vec<u64> {
-    CAUSES.iter().map(|f| field(c, f)).collect()
 }
 
 /// Whether a body takes its publish command as an argument (Redisson 3.22 and later).

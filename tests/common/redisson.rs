@@ -332,3 +332,20 @@ pub fn calls(stats: &BTreeMap<String, String>, cmd: &str) -> u64 {
 pub fn field(c: &mut redis::Connection, name: &str) -> u64 {
     info(c, "lockmod").get(&format!("lockmod_{name}")).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
+
+/// `INFO lockmod`'s counts of Redisson calls run as Lua, by cause (without the `lockmod_`).
+pub const CAUSES: &[&str] = &[
+    "redisson_lua_not_accelerated",
+    "redisson_lua_arguments",
+    "redisson_lua_server_state",
+    "redisson_lua_acl",
+    "redisson_lua_script_cache",
+    "redisson_lua_module_rule",
+    "redisson_lua_script_state",
+    "redisson_lua_error",
+];
+
+/// Each of [`CAUSES`], in order.
+pub fn causes(c: &mut redis::Connection) -> Vec<u64> {
+    CAUSES.iter().map(|f| field(c, f)).collect()
+}
