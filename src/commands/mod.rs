@@ -12,7 +12,6 @@ pub mod lock;
 pub mod psemaphore;
 pub mod rwlock;
 pub mod semaphore;
-pub mod sync_info;
 
 use crate::blocking;
 use crate::core::{deadline, Latch, LockError, Result};

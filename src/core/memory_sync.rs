@@ -48,6 +48,7 @@ impl SyncStore for MemoryStore {
     }
 }
 
+// Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::command_fn;
-use crate::commands::{countdown, fair, holds, info, lock, psemaphore, rwlock, semaphore, sync_info};
+use crate::commands::{countdown, fair, holds, info, lock, psemaphore, rwlock, semaphore};
 use crate::ffi::{self, CommandFn};
 
 /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -63,7 +63,7 @@ fn sync_command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
         (c"countdown.count", command_fn!(countdown::countdown_count), c"readonly fast"),
         (c"countdown.await", command_fn!(countdown::countdown_await), c"readonly blocking"),
         // O(COUNT): not `fast`. Read-only, so it runs on a replica.
-        (c"sync.info", command_fn!(sync_info::sync_info), c"readonly"),
+        (c"sync.info", command_fn!(info::sync_info), c"readonly"),
     ]
 }
 
