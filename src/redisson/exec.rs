@@ -55,6 +55,10 @@ pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler)
             reply
         }
         Pre::Run(seen) => match handler(ctx, args) {
+            // An acquire's refusal wrote nothing: only then can a module rule have decided it.
+            Ok(reply) if refused(kind, &reply) && refused_by_module_rule(ctx, args, kind) => {
+                return Outcome::Fallback(Cause::ModuleRule)
+            }
             Ok(reply) => convert(kind, &seen, reply),
             Err(_) => return Outcome::Fallback(Cause::Error),
         },
@@ -89,7 +93,7 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
     let key = args.bytes(1);
     let mut s = RedisStore::new(ctx, args);
     let mut seen = Seen::default();
-    if module_rule_applies(ctx, &mut s, kind, key)? {
+    if module_rule_applies(&mut s, kind, key)? {
         return Ok(Some(Pre::Lua(Cause::ModuleRule)));
     }
     let plain = match kind {
@@ -170,23 +174,51 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
 ///
 /// None of these states arises while one lock class alone uses a name, so Redisson's calls in
 /// ordinary use all still run natively (tests/redisson_states.rs checks both).
-fn module_rule_applies(ctx: &Ctx, s: &mut RedisStore, kind: Kind, key: &[u8]) -> Result<bool> {
+///
+/// The acquires are checked after the native command, and only when it refused
+/// ([`refused_by_module_rule`]): the script grants wherever the command grants, with the same
+/// writes, and a refusal writes nothing, so the usual grant pays for no second look.
+fn module_rule_applies(s: &mut RedisStore, kind: Kind, key: &[u8]) -> Result<bool> {
     Ok(match kind {
-        Kind::LockAcquire | Kind::LockAcquireFenced { .. } => {
-            kinds::is_rwlock(s, key) || (!s.exists(key) && kinds::fair_queue_ahead(s, key)?.is_some())
-        }
         Kind::LockUnlock { .. }
         | Kind::LockForceUnlock { .. }
         | Kind::FairAcquire(_)
         | Kind::FairTry { .. }
         | Kind::FairUnlock { .. }
         | Kind::FairForceUnlock { .. } => kinds::is_rwlock(s, key),
-        Kind::RwRead | Kind::RwWrite if s.hash_get(key, MODE)?.is_none() => {
-            s.exists(key) || kinds::fair_queue_ahead(s, key)?.is_some()
-        }
-        Kind::RwRead => crate::blocking::writer_waits(ctx, key),
         _ => false,
     })
+}
+
+/// Whether the native reply of an acquire is a refusal (nil, or `[-1, token]`, is a grant).
+fn refused(kind: Kind, reply: &Reply) -> bool {
+    let acquire = matches!(kind, Kind::LockAcquire | Kind::LockAcquireFenced { .. } | Kind::RwRead | Kind::RwWrite);
+    acquire
+        && match reply {
+            Reply::Nil => false,
+            Reply::Array(v) => !matches!(v.as_slice(), [Reply::Int(-1), Reply::Int(t)] if *t != -1),
+            _ => true,
+        }
+}
+
+/// After an acquire's refusal: whether a module rule made it (see [`module_rule_applies`]),
+/// where the script would have granted. An unreadable state (an error) is no module rule.
+fn refused_by_module_rule(ctx: &Ctx, args: &Args, kind: Kind) -> bool {
+    let key = args.bytes(1);
+    let mut s = RedisStore::new(ctx, args);
+    let rule = |s: &mut RedisStore| -> Result<bool> {
+        Ok(match kind {
+            Kind::LockAcquire | Kind::LockAcquireFenced { .. } => {
+                kinds::is_rwlock(s, key) || (!s.exists(key) && kinds::fair_queue_ahead(s, key)?.is_some())
+            }
+            Kind::RwRead | Kind::RwWrite if s.hash_get(key, MODE)?.is_none() => {
+                s.exists(key) || kinds::fair_queue_ahead(s, key)?.is_some()
+            }
+            Kind::RwRead => crate::blocking::writer_waits(ctx, key),
+            _ => false,
+        })
+    };
+    rule(&mut s).unwrap_or(false)
 }
 
 /// Redisson's reentrant renewal, as its Lua does it on any hash: if `field` is there, the
