@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -53,9 +54,10 @@ def free_port() -> int:
 
 
 class Server:
-    """A running server with the module, stopped by `stop` (the fixture always calls it)."""
+    """A running server with the module, stopped by `stop` (the fixture always calls it);
+    `extra` arguments are appended to its command line."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra: str) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="lockmod-pytest-"))
         last = ""
         for _ in range(5):
@@ -66,6 +68,7 @@ class Server:
                     "--save", "", "--appendonly", "no", "--daemonize", "no",
                     "--enable-debug-command", "yes", "--dir", str(self.dir),
                     "--logfile", str(self.dir / "server.log"), "--loadmodule", module_path(),
+                    "--repl-diskless-sync-delay", "0", *extra,
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -92,6 +95,18 @@ class Server:
     def client(self, **kwargs) -> redis.Redis:
         return redis.Redis(port=self.port, **kwargs)
 
+    def replica(self) -> "Server":
+        """A replica of this server (module loaded), once it is in sync."""
+        replica = Server("--replicaof", "127.0.0.1", str(self.port))
+        c = replica.client()
+        wait_until(lambda: c.info("replication").get("master_link_status") == "up", 10, "replica in sync")
+        c.close()
+        return replica
+
+    def signal(self, sig: int) -> None:
+        """Sends `sig` to the server (SIGSTOP: a replica that acknowledges nothing more)."""
+        os.kill(self.proc.pid, sig)
+
     def log(self) -> str:
         try:
             return (self.dir / "server.log").read_text()
@@ -102,6 +117,16 @@ class Server:
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextmanager
+def stopped(server: Server) -> Iterator[None]:
+    """The server is stopped (SIGSTOP) inside the block, and continued after it."""
+    server.signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        server.signal(signal.SIGCONT)
 
 
 @pytest.fixture(scope="session")
