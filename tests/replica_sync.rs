@@ -160,7 +160,8 @@ fn wait_after_a_fair_lock_grant_covers_the_grant() {
         nil,
         |rc, _| {
             assert_eq!(hgetall(rc, "f"), map(&[("waiter", "1")]));
-            let queue: Vec<String> = redis::cmd("LRANGE").arg("redisson_lock_queue:{f}").arg(0).arg(-1).query(rc).expect("LRANGE");
+            let queue: Vec<String> =
+                redis::cmd("LRANGE").arg("redisson_lock_queue:{f}").arg(0).arg(-1).query(rc).expect("LRANGE");
             assert_eq!(queue, Vec::<String>::new(), "the waiter left the queue on the replica too");
         },
     );
