@@ -18,8 +18,16 @@ export interface LockClientOptions {
   blockGrace?: number;
   /** commandTimeout of the library's shared connection (default: the caller client's). */
   commandTimeout?: number;
-  /** Idle connections kept for BLOCK waits (default 8). */
+  /** Idle connections kept for BLOCK waits and synced writes (default 8). */
   maxIdleWaitConnections?: number;
+  /**
+   * Redisson's checkLockSyncedSlaves: every grant, renewal and unlock of a lock (and every
+   * change of a semaphore) waits for the primary's replicas (WAIT, or WAITAOF with an AOF) and
+   * rejects with NoSyncedReplicasError when none acknowledged (default true).
+   */
+  syncReplicas?: boolean;
+  /** Redisson's slavesSyncTimeout: how long each write waits for the replicas (default 1000 ms). */
+  syncTimeout?: number;
 }
 
 export interface CloseOptions {
@@ -254,6 +262,19 @@ export class LockTimeoutError extends LockError {
 }
 export class LockStateUnknownError extends LockError {
   readonly code: 'ELOCKUNKNOWN';
+}
+/**
+ * No replica acknowledged a write within syncTimeout. A grant was given back before this is
+ * thrown; any other change stays applied on the primary.
+ */
+export class NoSyncedReplicasError extends LockError {
+  readonly code: 'ELOCKNOSYNC';
+  /** The write's reply (what the call would have resolved from). */
+  readonly reply: unknown;
+  /** How many replicas the primary had. */
+  readonly replicas: number;
+  /** How many acknowledged: 0. */
+  readonly synced: number;
 }
 
 /** The fencing counter's key for a lock name: `redisson_lock_token:{name}`. */

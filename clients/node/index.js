@@ -13,6 +13,7 @@ const {
   LockLostError,
   LockTimeoutError,
   LockStateUnknownError,
+  NoSyncedReplicasError,
 } = require('./lib/errors');
 const { tokenKey } = require('./lib/names');
 const { version } = require('./package.json');
@@ -33,6 +34,7 @@ module.exports = {
   LockLostError,
   LockTimeoutError,
   LockStateUnknownError,
+  NoSyncedReplicasError,
   tokenKey,
   version,
 };

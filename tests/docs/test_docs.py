@@ -53,6 +53,11 @@ trailing ``# docs-test: CODE`` (Python) or ``// docs-test: CODE`` (JavaScript): 
 CODE in its place, with the line's indentation; nothing else of the block is changed. At most
 one such line per block.
 
+A Sentinel watches the test server as ``mymaster`` (one sentinel, quorum 1): an example that
+asks the default Sentinel address (localhost:26379) for ``mymaster`` reaches it unedited (the
+prelude and the preload send that port to it, ``$DOCS_TEST_SENTINEL_PORT``), and is handed the
+test server as the primary.
+
 Nothing is skipped silently: a missing server, module, ``redis-cli``, ``node`` or npm install
 fails. The server is ``$REDIS_SERVER``, else ``SERVER=redis|valkey`` as scripts/server-bin.sh
 finds it; the module ``$LOCKMOD_MODULE``, else target/debug. Each Python or Node example must
@@ -286,6 +291,7 @@ class Server:
                 self.configs = self.client.config_get("lockmod.*")
                 if not self.configs:
                     pytest.fail("the server has no lockmod.* configs: is the module loaded?")
+                self.sentinel = self._start_sentinel(binary)
                 return
             last = (self.dir / "server.log").read_text() if (self.dir / "server.log").exists() else ""
             self.proc.kill()
@@ -304,6 +310,28 @@ class Server:
                 time.sleep(0.02)
         return False
 
+    def _start_sentinel(self, binary: str) -> subprocess.Popen:
+        """One sentinel watching the server as ``mymaster``, once it names the server."""
+        self.sentinel_port = free_port()
+        conf = self.dir / "sentinel.conf"
+        conf.write_text(
+            f"port {self.sentinel_port}\nbind 127.0.0.1\ndir {self.dir}\nlogfile {self.dir}/sentinel.log\n"
+            f"sentinel monitor mymaster 127.0.0.1 {self.port} 1\n"
+        )
+        proc = subprocess.Popen([binary, str(conf), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                addr = redis.Redis(port=self.sentinel_port, socket_timeout=1).sentinel_get_master_addr_by_name("mymaster")
+                if addr and int(addr[1]) == self.port:
+                    return proc
+            except redis.exceptions.ConnectionError:
+                pass
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"the sentinel did not start: {(self.dir / 'sentinel.log').read_text() if (self.dir / 'sentinel.log').exists() else ''}")
+
     def reset(self) -> None:
         """A fresh state for an example: no keys, scripts or ACL users, the configs of start."""
         c = self.client
@@ -320,8 +348,10 @@ class Server:
 
     def stop(self) -> None:
         self.client.close()
-        self.proc.kill()
-        self.proc.wait()
+        for proc in (getattr(self, "sentinel", None), self.proc):
+            if proc is not None:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -378,7 +408,12 @@ def substituted(block: Block) -> str:
 def run_python(block: Block, server: Server, tmp: Path) -> None:
     script = tmp / "example.py"
     script.write_text(substituted(block))
-    env = dict(os.environ, DOCS_TEST_PORT=str(server.port), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(
+        os.environ,
+        DOCS_TEST_PORT=str(server.port),
+        DOCS_TEST_SENTINEL_PORT=str(server.sentinel_port),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     try:
         out = subprocess.run(
             [sys.executable, str(HERE / "prelude.py"), str(script)],
@@ -398,7 +433,7 @@ def run_js(block: Block, server: Server, node_dir: Path) -> None:
     esm = re.search(r"^\s*(import|export)\b", code, re.M) or "await " in code or "require(" not in code
     script = node_dir / ("example.mjs" if block.lang == "mjs" or esm else "example.cjs")
     script.write_text(code)
-    env = dict(os.environ, DOCS_TEST_PORT=str(server.port))
+    env = dict(os.environ, DOCS_TEST_PORT=str(server.port), DOCS_TEST_SENTINEL_PORT=str(server.sentinel_port))
     env.pop("NODE_OPTIONS", None)
     proc = subprocess.Popen(
         ["node", "--require", str(HERE / "preload.cjs"), script.name],

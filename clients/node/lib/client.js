@@ -5,8 +5,9 @@
 
 const { randomUUID } = require('node:crypto');
 const { setTimeout: sleep } = require('node:timers/promises');
-const { duplicate, keyPrefixOf, send, WaitPool, isCluster } = require('./connections');
-const { isReplyError, LockStateUnknownError } = require('./errors');
+const { duplicate, keyPrefixOf, send, sendKeyed, nodeOf, sameServer, WaitPool, isCluster } = require('./connections');
+const { isReplyError, notRun, LockError, LockStateUnknownError } = require('./errors');
+const { ReplicaCache, waitCommand, INFO_SECTIONS, DEFAULT_SYNC_TIMEOUT } = require('./replicas');
 const { Lock, FairLock, ReadWriteLock } = require('./locks');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch } = require('./synchronizers');
 
@@ -31,8 +32,17 @@ class LockClient {
       // A retried unlock must still find its latch: otherwise it would release a second hold.
       throw new RangeError('latchMs must be longer than resolveTimeout');
     }
+    // Redisson's checkLockSyncedSlaves and slavesSyncTimeout: the ms each write of a lock or a
+    // semaphore waits for the primary's replicas, or null (syncReplicas: false).
+    const syncTimeout = positive(options.syncTimeout ?? DEFAULT_SYNC_TIMEOUT, 'syncTimeout');
+    this.syncTimeout = options.syncReplicas === false ? null : syncTimeout;
+    this.replicas = new ReplicaCache();
     this.prefix = keyPrefixOf(redis);
     this.cluster = isCluster(redis);
+    /** A Sentinel-managed client: its connections follow the primary the sentinels name. */
+    this.sentinel = !this.cluster && Array.isArray((redis.options || {}).sentinels) && redis.options.sentinels.length > 0;
+    /** The socket-level timer of a write on a connection of the pool (the caller's commandTimeout). */
+    this.commandTimeout = options.commandTimeout ?? (redis.options || {}).commandTimeout;
     const extra = options.commandTimeout === undefined ? {} : { commandTimeout: options.commandTimeout };
     this.conn = duplicate(redis, extra);
     this.conn.on('error', () => {}); // failures reach the caller through rejected commands
@@ -88,30 +98,55 @@ class LockClient {
     return send(this.conn, name, key, args.map(String));
   }
 
+  /**
+   * A write of a lock or a semaphore, followed on its connection by the wait for the replicas.
+   * Where the node has replicas, on a pooled connection (a WAIT must not hold up the shared
+   * one); where it has none (or had none at the last count), on the shared connection, with
+   * INFO in front when the count is stale. Rejects as `call` does when the reply is lost
+   * (after ending the request server-side on a pooled connection), and with a
+   * NoSyncedReplicasError (carrying the reply) when no replica acknowledged.
+   */
+  async callSynced(name, key, args) {
+    if (this.syncTimeout == null) return this.call(name, key, args);
+    const node = nodeOf(this.conn, key);
+    const last = node == null ? undefined : this.replicas.last(node);
+    if (last && last.online > 0) {
+      const { reply, lost } = await this.callWaiting(name, key, args, null, undefined, true);
+      if (lost) throw lost;
+      return reply;
+    }
+    const plan = this.syncPlan(this.conn, key);
+    const reply = await send(this.conn, name, key, args.map(String));
+    await plan.check(reply);
+    return reply;
+  }
+
   /** A plain command (EXISTS, PTTL, ...) on the shared connection. */
   plain(name, ...args) {
     return this.conn.call(name, ...args);
   }
 
   /**
-   * A command that waits in the server up to `blockMs` (0: no limit), on a pooled connection
-   * of its own. Resolves `{ reply }`, or `{ lost: err }` when the reply is lost (the outcome is
-   * unknown): the connection is then closed and, on a standalone server, its client killed
-   * from the shared connection, so that nothing can be granted to it any more and what the
-   * caller asks next on the shared connection is the final state.
+   * A command that waits in the server up to `blockMs` (0: no limit; null: a command that does
+   * not wait), on a pooled connection of its own. Resolves `{ reply }`, or `{ lost: err }` when
+   * the reply is lost (the outcome is unknown): the connection is then closed and, on a
+   * standalone server, its client killed from the shared connection (when that one is still
+   * connected to the same server), so that nothing can be granted to it any more and what the
+   * caller asks next on the shared connection is the final state. With `sync`, the wait for the
+   * replicas follows the command on the same connection (see callSynced).
    *
    * `signal` (optional) ends the wait when it aborts: `CLIENT UNBLOCK <id> TIMEOUT` answers the
    * parked request at once (with its grant, if that came first), or, without a client id or the
    * permission, the connection is closed. The result then has `aborted: true`, with the reply
    * (which may be a grant to give back) or `lost`.
    */
-  async callWaiting(name, key, args, blockMs, signal) {
-    const conn = await this.waits.take();
+  async callWaiting(name, key, args, blockMs, signal, sync = false) {
+    const conn = await this.takeConnection();
     if (signal != null && signal.aborted) {
       this.waits.give(conn);
       return { aborted: true, lost: signal.reason };
     }
-    const timer = blockMs > 0 ? blockMs + this.blockGrace : undefined;
+    const timer = blockMs == null ? this.commandTimeout : blockMs > 0 ? blockMs + this.blockGrace : undefined;
     let aborted = false;
     let unblocking = null;
     let noReply = null;
@@ -132,29 +167,112 @@ class LockClient {
       );
     };
     if (signal != null) signal.addEventListener('abort', onAbort, { once: true });
+    // The INFO in front (a stale replica count), the command, the wait after it: one pipeline.
+    const plan = sync && this.syncTimeout != null ? this.syncPlan(conn, key) : null;
+    const server = conn.lockmodServer;
+    const pending = send(conn, name, key, args.map(String), timer);
+    if (plan) plan.sendWait(false);
     try {
-      const reply = await send(conn, name, key, args.map(String), timer);
+      const reply = await pending;
       if (signal != null) signal.removeEventListener('abort', onAbort);
       // The unblock must have run before the connection serves another wait.
       if (unblocking) await unblocking;
       clearTimeout(noReply);
-      this.waits.give(conn);
+      let unsynced = null;
+      if (plan) {
+        try {
+          await plan.check(reply);
+        } catch (err) {
+          unsynced = err;
+        }
+      }
+      if (plan && plan.broken) this.waits.drop(conn);
+      else this.waits.give(conn);
+      if (unsynced && !aborted) throw unsynced;
+      if (unsynced) return { reply: unsynced.reply, aborted };
       return aborted ? { reply, aborted } : { reply };
     } catch (err) {
       if (signal != null) signal.removeEventListener('abort', onAbort);
       if (unblocking) await unblocking;
       clearTimeout(noReply);
+      if (err instanceof LockError) throw err;
       if (isReplyError(err)) {
-        this.waits.give(conn);
+        // A node that is no longer the primary: this connection follows the new one no more.
+        if (notRun(err)) this.waits.drop(conn);
+        else this.waits.give(conn);
         throw err;
       }
       this.waits.drop(conn);
-      if (conn.lockmodId != null && !aborted) {
+      if (conn.lockmodId != null && !aborted && sameServer(this.conn, server)) {
         // Needs CLIENT KILL in the caller's ACL; without it the disconnect does the same, a
-        // little later (a grant in that gap expires with its lease: nobody renews it).
+        // little later (a grant in that gap expires with its lease: nobody renews it). Only on
+        // the server the wait went to: after a failover the shared connection is elsewhere.
         await this.conn.client('KILL', 'ID', String(conn.lockmodId)).catch(() => {});
       }
       return aborted ? { lost: err, aborted } : { lost: err };
+    }
+  }
+
+  /**
+   * The wait for the replicas of one write on `conn` (routed by `key`): sends INFO now when
+   * the node's count is stale (call before sending the write); `sendWait()` after the write
+   * pipelines the wait when the count is known (on a Cluster it follows the reply, so that a
+   * redirected write is waited for on the node that ran it); `check(reply)` sends the wait if
+   * it is still due and throws a NoSyncedReplicasError when no replica acknowledged.
+   */
+  syncPlan(conn, key) {
+    const client = this;
+    const t = this.syncTimeout;
+    const timer = t + this.blockGrace;
+    const node = nodeOf(conn, key);
+    const entry = this.replicas.get(node);
+    const info = entry ? null : sendKeyed(conn, 'INFO', key, INFO_SECTIONS).catch((e) => e);
+    let wait = null;
+    let waited = null;
+    const sendWait = (late) => {
+      const known = entry || null;
+      if (!known || waited || (client.cluster && !late)) return;
+      wait = waitCommand(known, t);
+      if (wait) waited = sendKeyed(conn, wait[0], key, wait.slice(1), timer).catch((e) => e);
+    };
+    const plan = {
+      broken: false,
+      sendWait,
+      async check(reply) {
+        if (info) {
+          const learned = client.replicas.learn(node, await info);
+          if (!waited) {
+            wait = waitCommand(learned, t);
+            if (wait) waited = sendKeyed(conn, wait[0], key, wait.slice(1), timer).catch((e) => e);
+          }
+        } else if (!waited) {
+          sendWait(true);
+        }
+        if (!wait) return;
+        const answer = await waited;
+        // A wait that timed out client-side still has its reply coming: not reused.
+        if (answer instanceof Error) plan.broken = true;
+        client.replicas.check(node, wait, answer, reply, t);
+      },
+    };
+    return plan;
+  }
+
+  /**
+   * A pooled connection. One that cannot be opened (a failover in progress, the server
+   * restarting) is tried again for up to `resolveTimeout` ms: nothing was sent yet.
+   */
+  async takeConnection() {
+    const start = Date.now();
+    let delay = 25;
+    for (;;) {
+      try {
+        return await this.waits.take();
+      } catch (err) {
+        if (isReplyError(err) || this.closed || Date.now() - start >= this.resolveTimeout) throw err;
+        await sleep(delay);
+        delay = Math.min(delay * 2, 500);
+      }
     }
   }
 
@@ -170,7 +288,7 @@ class LockClient {
       try {
         return await fn();
       } catch (err) {
-        if (isReplyError(err)) throw err;
+        if (isReplyError(err) || err instanceof LockError) throw err;
         if (this.closed || Date.now() - start >= this.resolveTimeout) {
           throw new LockStateUnknownError(`${what}: no reply within ${this.resolveTimeout} ms`, { cause: err });
         }

@@ -77,6 +77,39 @@ function commandClass(conn) {
 }
 
 /**
+ * Sends `name ...args` on `conn`, routed (on a Cluster) to the node of `key`, which is not an
+ * argument: INFO and the replicas' wait after a write to that key.
+ */
+function sendKeyed(conn, name, key, args, timeoutMs) {
+  const Command = commandClass(conn);
+  const cmd = new Command(name, args.map(String), { replyEncoding: 'utf8' });
+  cmd.keys = [key];
+  if (timeoutMs != null) cmd.setTimeout(timeoutMs);
+  return conn.sendCommand(cmd);
+}
+
+/** `host:port` of the server a standalone connection is connected to now, or null. */
+function serverOf(conn) {
+  const s = conn.stream;
+  return s && s.remoteAddress ? `${s.remoteAddress}:${s.remotePort}` : null;
+}
+
+/** True when `conn` is connected, now, to `server` (a serverOf value). */
+function sameServer(conn, server) {
+  return server != null && conn.status === 'ready' && serverOf(conn) === server;
+}
+
+/** The node that serves `key` on `conn`: its primary's `host:port` (Cluster) or the server. */
+function nodeOf(conn, key) {
+  if (!isCluster(conn)) return serverOf(conn);
+  const probe = new (commandClass(conn))('INFO', []);
+  probe.keys = [key];
+  const slot = probe.getSlot();
+  const nodes = conn.slots[slot];
+  return nodes && nodes.length ? nodes[0] : `slot:${slot}`;
+}
+
+/**
  * Sends `name key ...args` on `conn`. The module's commands are unknown to ioredis, so the key
  * is named explicitly: a Cluster client routes the command by its slot instead of to a random
  * node. `timeoutMs` arms ioredis' per-command timer.
@@ -113,13 +146,16 @@ class WaitPool {
   }
 
   async open() {
-    const conn = duplicate(this.source, WAITING);
+    // Standalone: never reconnected (a connection that broke is dropped, and a new one made,
+    // through the Sentinel when there is one): its client id and server stay its own.
+    const conn = duplicate(this.source, isCluster(this.source) ? WAITING : { ...WAITING, retryStrategy: () => null });
     conn.on('error', () => {}); // reported through the rejected command instead
     try {
       // Standalone: its client id lets a lost wait be ended server-side (CLIENT KILL ID)
       // before the library asks what was granted. A Cluster's node is only known per command.
       // An ACL without CLIENT ID only loses that: the disconnect still ends a lost wait.
       conn.lockmodId = isCluster(conn) ? null : await conn.client('ID').catch(noIdOnReplyError);
+      conn.lockmodServer = isCluster(conn) ? null : serverOf(conn);
       if (isCluster(conn)) await waitReady(conn);
     } catch (err) {
       conn.disconnect();
@@ -174,4 +210,16 @@ function waitReady(conn) {
   });
 }
 
-module.exports = { SAFE, isCluster, keyPrefixOf, duplicate, send, WaitPool, waitReady };
+module.exports = {
+  SAFE,
+  isCluster,
+  keyPrefixOf,
+  duplicate,
+  send,
+  sendKeyed,
+  serverOf,
+  sameServer,
+  nodeOf,
+  WaitPool,
+  waitReady,
+};

@@ -50,9 +50,39 @@ class LockStateUnknownError extends LockError {
   }
 }
 
+/**
+ * None of the primary's replicas acknowledged a write of a lock or a semaphore within
+ * `syncTimeout` (WAIT, or WAITAOF with an AOF): a failover now could lose it. Redisson's
+ * NoSyncedSlavesException. A grant (acquire, reentry, a grant while waiting) was given back
+ * before this is thrown; any other change (release, renewal, force unlock, a semaphore's
+ * release...) stays applied on the primary. `reply` is the write's reply, `replicas` how many
+ * replicas the primary had, `synced` how many acknowledged (0).
+ */
+class NoSyncedReplicasError extends LockError {
+  constructor(message, options = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reply = options.reply;
+    this.replicas = options.replicas ?? 0;
+    this.synced = 0;
+  }
+
+  get code() {
+    return 'ELOCKNOSYNC';
+  }
+}
+
 /** True for an error reply of the server: the command was refused, nothing changed. */
 function isReplyError(err) {
   return err != null && err.name === 'ReplyError';
+}
+
+/**
+ * True for an error reply that says the command did not run because its node is not (or no
+ * longer) a writable primary: READONLY, a parked client UNBLOCKED by a role change, MASTERDOWN,
+ * LOADING. Safe to send again once the client follows the new primary.
+ */
+function notRun(err) {
+  return isReplyError(err) && /^(READONLY|UNBLOCKED|MASTERDOWN|LOADING)\b/.test(err.message);
 }
 
 module.exports = {
@@ -61,5 +91,7 @@ module.exports = {
   LockLostError,
   LockTimeoutError,
   LockStateUnknownError,
+  NoSyncedReplicasError,
   isReplyError,
+  notRun,
 };

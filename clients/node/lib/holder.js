@@ -11,7 +11,7 @@
 // callback runs, and the `release()` of every hold of that period rejects with the error.
 
 const { performance } = require('node:perf_hooks');
-const { LockLostError } = require('./errors');
+const { LockLostError, NoSyncedReplicasError } = require('./errors');
 
 const now = () => performance.now();
 
@@ -144,7 +144,11 @@ class Holder {
     const sentAt = now();
     let next = this.client.renewInterval;
     try {
-      const reply = await this.client.call(this.renewCommand, this.key, [this.owner, lease]);
+      // A renewal no replica acknowledged is still a renewal on the primary (Redisson logs it
+      // and renews again at the next interval).
+      const reply = await this.client
+        .callSynced(this.renewCommand, this.key, [this.owner, lease])
+        .catch((err) => (err instanceof NoSyncedReplicasError ? err.reply : Promise.reject(err)));
       if (epoch !== this.epoch) return;
       if (Number(reply) !== 1) {
         this.lose(new LockLostError(`lock ${this.key} is no longer held by ${this.owner} (a renewal found it gone)`));

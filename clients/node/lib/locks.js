@@ -7,11 +7,22 @@
 const { randomUUID } = require('node:crypto');
 const { Holder, now } = require('./holder');
 const { tokenKey } = require('./names');
-const { isReplyError, LockLostError, LockNotHeldError, LockStateUnknownError } = require('./errors');
+const { setTimeout: sleep } = require('node:timers/promises');
+const {
+  isReplyError,
+  notRun,
+  LockLostError,
+  LockNotHeldError,
+  LockStateUnknownError,
+  NoSyncedReplicasError,
+} = require('./errors');
 
 // Redisson's default for the fair lock's `threadWaitTime`: every client of one fair lock must
 // use the same value, since a grant moves the other waiters' deadlines by it.
 const FAIR_WAIT_DEFAULT = 300000;
+// How many times one acquire is sent again after a refusal by a former primary, or waits again
+// after a lost wait settled as not granted.
+const MAX_RETRIES = 20;
 
 /** What every kind shares: acquire, release, queries. Subclasses give the commands. */
 class LockView {
@@ -42,7 +53,13 @@ class LockView {
   /**
    * Acquires one hold. `timeout`: ms to wait (undefined: no limit; 0: try once). `lease`: ms
    * until the hold frees itself; without one (here or on the lock) the watchdog keeps it.
-   * Resolves true when granted, false when the wait ran out.
+   * Resolves true when granted, false when the wait ran out. A grant no replica acknowledged
+   * is given back, and the call rejects with a NoSyncedReplicasError.
+   *
+   * A wait whose reply is lost (its primary failed over, its connection broke) is settled by
+   * asking what this owner holds; not granted, it is a new wait for the time left. A wait
+   * refused because its node is no longer the primary (UNBLOCKED, READONLY) did not run: it
+   * is sent again once the connections follow the new primary.
    */
   async acquire(options = {}) {
     const { client, holder } = this;
@@ -52,47 +69,71 @@ class LockView {
     const leaseMs = watchdog ? client.watchdogTimeout : lease;
     const waits = timeout !== 0;
     const blockMs = timeout === undefined || timeout === Infinity ? 0 : nonNegative(timeout, 'timeout');
-    const args = [this.owner, leaseMs, ...this.acquireOptions(waits)];
-    if (waits) args.push('BLOCK', blockMs);
-    if (this.fenced) args.push('TOKEN');
-
+    const deadline = blockMs > 0 ? now() + blockMs : null;
     const before = holder.count(this.side);
-    const sentAt = now();
-    let reply;
-    let lost = null;
-    if (waits) {
-      ({ reply, lost } = await client.callWaiting(this.spec.acquire, this.key, args, blockMs));
-    } else {
+    const started = Date.now();
+
+    for (let attempt = 0; ; attempt++) {
+      const block = deadline == null ? blockMs : Math.max(1, Math.ceil(deadline - now()));
+      const args = [this.owner, leaseMs, ...this.acquireOptions(waits)];
+      if (waits) args.push('BLOCK', block);
+      if (this.fenced) args.push('TOKEN');
+      const sentAt = now();
+      let reply;
+      let lost = null;
       try {
-        reply = await client.call(this.spec.acquire, this.key, args);
+        if (waits) ({ reply, lost } = await client.callWaiting(this.spec.acquire, this.key, args, block, undefined, true));
+        else reply = await client.callSynced(this.spec.acquire, this.key, args);
       } catch (err) {
+        if (err instanceof NoSyncedReplicasError) return this.unsynced(err, leaseMs);
+        const again = attempt < MAX_RETRIES && Date.now() - started < client.resolveTimeout;
+        if (notRun(err) && again && (deadline == null || now() < deadline)) {
+          await sleep(Math.min(50 * 2 ** attempt, 500));
+          continue;
+        }
         if (isReplyError(err)) throw err;
         lost = err;
       }
-    }
 
-    let granted;
-    let token = null;
-    if (lost) {
-      // The reply is lost, the command may have run: ask what this owner holds now (never
-      // send the acquire again). A grant shows as one hold more than before.
-      const what = `${this.spec.acquire} ${this.key}: reply lost (${lost.message})`;
-      const held = await client.untilAnswered(what, () => this.serverHolds());
-      granted = held > before;
-      if (granted && this.fenced) {
-        // Nobody else can be granted while this owner holds it: the counter is our token.
-        token = Number(await client.untilAnswered(what, () => client.plain('GET', tokenKey(this.key))));
+      let granted;
+      let token = null;
+      if (lost) {
+        // The reply is lost, the command may have run: ask what this owner holds now (never
+        // send the acquire again). A grant shows as one hold more than before.
+        const what = `${this.spec.acquire} ${this.key}: reply lost (${lost.message})`;
+        const held = await client.untilAnswered(what, () => this.serverHolds());
+        granted = held > before;
+        if (granted && this.fenced) {
+          // Nobody else can be granted while this owner holds it: the counter is our token.
+          token = Number(await client.untilAnswered(what, () => client.plain('GET', tokenKey(this.key))));
+        }
+        if (!granted && waits && attempt < MAX_RETRIES && (deadline == null || now() < deadline)) continue;
+      } else if (this.fenced) {
+        granted = Number(reply[0]) === -1;
+        token = granted ? Number(reply[1]) : null;
+      } else {
+        granted = reply === null;
       }
-    } else if (this.fenced) {
-      granted = Number(reply[0]) === -1;
-      token = granted ? Number(reply[1]) : null;
-    } else {
-      granted = reply === null;
+      if (!granted) return false;
+      if (this.fenced) this.token = token;
+      this.recordGrant(before, sentAt, leaseMs, watchdog);
+      return true;
     }
+  }
+
+  /**
+   * An acquire no replica acknowledged: a grant is given back (an unlock with its own LATCH,
+   * not waited for), as Redisson's handleNoSync does, and `err` thrown; a refusal is a refusal.
+   */
+  async unsynced(err, leaseMs) {
+    const granted = this.fenced ? err.reply != null && Number(err.reply[0]) === -1 : err.reply === null;
     if (!granted) return false;
-    if (this.fenced) this.token = token;
-    this.recordGrant(before, sentAt, leaseMs, watchdog);
-    return true;
+    const { client } = this;
+    const args = [this.owner, ...this.unlockSide(), leaseMs, 'LATCH', randomUUID(), client.latchMs];
+    await client
+      .untilAnswered(`${this.spec.unlock} ${this.key} (give back)`, () => client.call(this.spec.unlock, this.key, args))
+      .catch(() => {}); // not given back: never renewed, it frees itself at its lease's end
+    throw err;
   }
 
   recordGrant(before, sentAt, leaseMs, watchdog) {
@@ -114,16 +155,22 @@ class LockView {
     const args = [this.owner, ...this.unlockSide(), holder.lease, 'LATCH', randomUUID(), client.latchMs];
     const sentAt = now();
     let reply;
+    let unsynced = null;
     try {
       reply = await client.untilAnswered(`${this.spec.unlock} ${this.key}`, () =>
-        client.call(this.spec.unlock, this.key, args),
+        client.callSynced(this.spec.unlock, this.key, args),
       );
     } catch (err) {
-      if (err instanceof LockStateUnknownError) {
-        // Whatever happened, stop renewing this hold: if it is still there, its lease frees it.
-        holder.released(this.side, Math.max(holder.count(this.side) - 1, 0));
+      if (!(err instanceof NoSyncedReplicasError)) {
+        if (err instanceof LockStateUnknownError) {
+          // Whatever happened, stop renewing this hold: if it is still there, its lease frees it.
+          holder.released(this.side, Math.max(holder.count(this.side) - 1, 0));
+        }
+        throw err;
       }
-      throw err;
+      // Applied on the primary, not acknowledged by a replica: recorded, then thrown.
+      unsynced = err;
+      reply = err.reply;
     }
     const local = holder.count(this.side);
     if (reply === null) {
@@ -137,6 +184,7 @@ class LockView {
     }
     holder.released(this.side, Math.max(local - 1, 0));
     if (holder.total() > 0) this.recordPartialRelease(sentAt);
+    if (unsynced) throw unsynced;
   }
 
   recordPartialRelease(sentAt) {
@@ -166,10 +214,19 @@ class LockView {
 
   /** Frees the lock whoever holds it; true if it was held. */
   async forceUnlock() {
-    const reply = Number(await this.client.call(this.spec.force, this.key, this.forceArgs()));
+    let reply;
+    let unsynced = null;
+    try {
+      reply = Number(await this.client.callSynced(this.spec.force, this.key, this.forceArgs()));
+    } catch (err) {
+      if (!(err instanceof NoSyncedReplicasError)) throw err;
+      unsynced = err; // applied on the primary
+      reply = Number(err.reply);
+    }
     if (reply === 1 && this.holder.total() > 0) {
       this.holder.lose(new LockLostError(`lock ${this.key} was force-unlocked by its own holder`));
     }
+    if (unsynced) throw unsynced;
     return reply === 1;
   }
 

@@ -16,41 +16,67 @@
 const { performance } = require('node:perf_hooks');
 const { checkClient } = require('./locks');
 const { HOLD } = require('./using');
-const { isReplyError, LockLostError, LockNotHeldError, LockStateUnknownError } = require('./errors');
+const {
+  isReplyError,
+  LockLostError,
+  LockNotHeldError,
+  LockStateUnknownError,
+  NoSyncedReplicasError,
+} = require('./errors');
 
 const now = () => performance.now();
 
-/** What every synchronizer shares: its client, name and key, and how commands are sent. */
+/**
+ * What every synchronizer shares: its client, name and key, and how commands are sent. The
+ * semaphores' changes wait for the replicas (NoSyncedReplicasError when none acknowledged), as
+ * Redisson's; the count-down latch's do not (`syncs` false), as Redisson's.
+ */
 class SyncObject {
-  constructor(client, name) {
+  constructor(client, name, syncs = true) {
     this.client = client;
     this.name = name;
     this.key = client.key(name);
+    this.syncs = syncs;
   }
 
   /** A command that changes something: sent once; a lost reply is LockStateUnknownError. */
   async once(command, args) {
     try {
+      if (this.syncs) return await this.client.callSynced(command, this.key, args);
       return await this.client.call(command, this.key, args);
     } catch (err) {
-      if (isReplyError(err)) throw err;
+      if (isReplyError(err) || err instanceof NoSyncedReplicasError) throw err;
       throw new LockStateUnknownError(`${command} ${this.key}: reply lost, outcome unknown (${err.message})`, {
         cause: err,
       });
     }
   }
 
-  /** A command that changes nothing twice: asked again while its reply is lost. */
-  read(command, args = []) {
-    return this.client.untilAnswered(`${command} ${this.key}`, () => this.client.call(command, this.key, args));
+  /**
+   * A command that changes nothing twice: asked again while its reply is lost. With `sync`
+   * (a lease update), the wait for the replicas follows it.
+   */
+  read(command, args = [], sync = false) {
+    const { client } = this;
+    const send = sync && this.syncs ? () => client.callSynced(command, this.key, args) : () => client.call(command, this.key, args);
+    return client.untilAnswered(`${command} ${this.key}`, send);
   }
 
   /**
    * A command that may park (BLOCK `blockMs`, 0: no limit). `signal` aborts the wait: what it
-   * was granted meanwhile goes to `giveBack(reply)`, then the call rejects with the reason.
+   * was granted meanwhile goes to `giveBack(reply)`, then the call rejects with the reason. A
+   * grant no replica acknowledged goes to `giveBack` too, then the call rejects with the
+   * NoSyncedReplicasError.
    */
   async wait(command, args, blockMs, signal, giveBack) {
-    const { reply, lost, aborted } = await this.client.callWaiting(command, this.key, args, blockMs, signal);
+    let result;
+    try {
+      result = await this.client.callWaiting(command, this.key, args, blockMs, signal, this.syncs);
+    } catch (err) {
+      if (!(err instanceof NoSyncedReplicasError)) throw err;
+      return this.unsynced(err, giveBack);
+    }
+    const { reply, lost, aborted } = result;
     if (aborted) {
       if (!lost && giveBack) await giveBack(reply).catch(() => {});
       throw signal.reason;
@@ -74,8 +100,25 @@ class SyncObject {
     const { signal } = options;
     if (signal != null) signal.throwIfAborted();
     const { waits, blockMs } = SyncObject.block(options.timeout);
-    if (!waits) return this.once(command, args);
+    if (!waits) {
+      try {
+        return await this.once(command, args);
+      } catch (err) {
+        if (!(err instanceof NoSyncedReplicasError)) throw err;
+        return this.unsynced(err, giveBack);
+      }
+    }
     return this.wait(command, [...args, 'BLOCK', blockMs], blockMs, signal, giveBack);
+  }
+
+  /**
+   * An acquire no replica acknowledged (Redisson's handleNoSync): what it was granted is given
+   * back (`giveBack(reply)`, which resolves true when there was a grant), then `err` thrown; a
+   * refusal resolves as the refusal.
+   */
+  async unsynced(err, giveBack) {
+    if (!giveBack || !(await giveBack(err.reply, true).catch(() => true))) return err.reply;
+    throw err;
   }
 }
 
@@ -100,8 +143,13 @@ class Semaphore extends SyncObject {
    */
   async acquire(options = {}) {
     const permits = positive(options.permits ?? 1, 'permits');
-    const reply = await this.send('SEMAPHORE.ACQUIRE', [permits], options, async (granted) => {
-      if (Number(granted) === 1) await this.release(permits);
+    const reply = await this.send('SEMAPHORE.ACQUIRE', [permits], options, async (granted, unsynced) => {
+      if (Number(granted) !== 1) return false;
+      // Given back without waiting for the replicas when the grant itself was not synced.
+      const args = [permits];
+      if (unsynced) await this.client.call('SEMAPHORE.RELEASE', this.key, args).catch(() => {});
+      else await this.release(permits);
+      return true;
     });
     return Number(reply) === 1;
   }
@@ -181,8 +229,11 @@ class PermitExpirableSemaphore extends SyncObject {
   async acquire(options = {}) {
     const permits = positive(options.permits ?? 1, 'permits');
     const lease = this.leaseOf(options);
-    const reply = await this.send('PSEMAPHORE.ACQUIRE', [permits, lease], options, async (ids) => {
-      if (ids != null) await this.tryRelease(ids);
+    const reply = await this.send('PSEMAPHORE.ACQUIRE', [permits, lease], options, async (ids, unsynced) => {
+      if (ids == null) return false;
+      if (unsynced) await this.client.call('PSEMAPHORE.RELEASE', this.key, ids.map(String)).catch(() => {});
+      else await this.tryRelease(ids);
+      return true;
     });
     return reply == null ? null : reply.map(String);
   }
@@ -207,7 +258,7 @@ class PermitExpirableSemaphore extends SyncObject {
   async updateLease(id, lease) {
     const [one] = idList(id);
     const sentAt = now();
-    const ok = Number(await this.read('PSEMAPHORE.UPDATELEASE', [one, nonNegative(lease, 'lease')])) === 1;
+    const ok = Number(await this.read('PSEMAPHORE.UPDATELEASE', [one, nonNegative(lease, 'lease')], true)) === 1;
     const hold = this.holds.get(one);
     if (ok && hold) hold.extend(one, lease === 0 ? Infinity : sentAt + lease);
     return ok;
@@ -287,7 +338,7 @@ class PermitHold {
 class CountDownLatch extends SyncObject {
   constructor(client, name) {
     checkClient(client, 'CountDownLatch', 'countDownLatch');
-    super(client, name);
+    super(client, name, false);
   }
 
   /** Sets the count if the latch does not exist; true if it was set. */

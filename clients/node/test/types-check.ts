@@ -13,13 +13,17 @@ import {
   LockLostError,
   LockNotHeldError,
   LockStateUnknownError,
+  NoSyncedReplicasError,
   using,
   tokenKey,
   version,
 } from 'redis-lockmod';
 
 async function main(): Promise<void> {
-  const client = new LockClient(new Redis(), { watchdogTimeout: 30000, latchMs: 60000 });
+  const client = new LockClient(new Redis(), { watchdogTimeout: 30000, latchMs: 60000, syncReplicas: true, syncTimeout: 1000 });
+  const unsynced = (e: unknown): number | undefined =>
+    e instanceof NoSyncedReplicasError && e.code === 'ELOCKNOSYNC' ? e.replicas + e.synced : undefined;
+  void unsynced;
   const onCluster = new LockClient(new Cluster([{ host: '127.0.0.1', port: 7000 }]));
   const lock: Lock = client.lock('orders', { fenced: true, onLost: (e: LockLostError) => e.code });
   const ok: boolean = await lock.acquire({ timeout: 5000, lease: 10000 });

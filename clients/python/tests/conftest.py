@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -53,9 +54,10 @@ def free_port() -> int:
 
 
 class Server:
-    """A running server with the module, stopped by `stop` (the fixture always calls it)."""
+    """A running server with the module, stopped by `stop` (the fixture always calls it);
+    `extra` arguments are appended to its command line."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra: str) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="lockmod-pytest-"))
         last = ""
         for _ in range(5):
@@ -66,6 +68,7 @@ class Server:
                     "--save", "", "--appendonly", "no", "--daemonize", "no",
                     "--enable-debug-command", "yes", "--dir", str(self.dir),
                     "--logfile", str(self.dir / "server.log"), "--loadmodule", module_path(),
+                    "--repl-diskless-sync-delay", "0", *extra,
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -92,6 +95,18 @@ class Server:
     def client(self, **kwargs) -> redis.Redis:
         return redis.Redis(port=self.port, **kwargs)
 
+    def replica(self) -> "Server":
+        """A replica of this server (module loaded), once it is in sync."""
+        replica = Server("--replicaof", "127.0.0.1", str(self.port))
+        c = replica.client()
+        wait_until(lambda: c.info("replication").get("master_link_status") == "up", 10, "replica in sync")
+        c.close()
+        return replica
+
+    def signal(self, sig: int) -> None:
+        """Sends `sig` to the server (SIGSTOP: a replica that acknowledges nothing more)."""
+        os.kill(self.proc.pid, sig)
+
     def log(self) -> str:
         try:
             return (self.dir / "server.log").read_text()
@@ -102,6 +117,75 @@ class Server:
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Sentinels:
+    """Three sentinels (the server binary with ``--sentinel``) watching `primary` as
+    ``name``, with fast timings (down after 1 s), ready once each knows the other two and the
+    replica. Stopped by `stop`."""
+
+    def __init__(self, primary: Server, name: str = "lockmod", replicas: int = 1) -> None:
+        self.name = name
+        self.dir = Path(tempfile.mkdtemp(prefix="lockmod-pytest-sentinel-"))
+        self.procs: List[subprocess.Popen] = []
+        self.ports: List[int] = []
+        try:
+            for i in range(3):
+                port = free_port()
+                conf = self.dir / f"sentinel-{i}.conf"
+                conf.write_text(
+                    f"port {port}\nbind 127.0.0.1\ndir {self.dir}\nlogfile {self.dir}/sentinel-{i}.log\n"
+                    f"sentinel monitor {name} 127.0.0.1 {primary.port} 2\n"
+                    f"sentinel down-after-milliseconds {name} 1000\n"
+                    f"sentinel failover-timeout {name} 5000\n"
+                    f"sentinel parallel-syncs {name} 1\n"
+                )
+                self.procs.append(
+                    subprocess.Popen([server_binary(), str(conf), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                )
+                self.ports.append(port)
+
+            def ready() -> bool:
+                for port in self.ports:
+                    try:
+                        m = redis.Redis(port=port, socket_timeout=1, decode_responses=True).execute_command(
+                            "SENTINEL", "MASTER", name
+                        )
+                    except redis.exceptions.RedisError:
+                        return False
+                    info = m if isinstance(m, dict) else dict(zip(m[::2], m[1::2]))
+                    if int(info["num-other-sentinels"]) != 2 or int(info["num-slaves"]) != replicas:
+                        return False
+                return True
+
+            wait_until(ready, 30, "three sentinels that know each other and the replica")
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def addresses(self) -> List[tuple]:
+        return [("127.0.0.1", p) for p in self.ports]
+
+    def primary_port(self) -> int:
+        """The primary's port as the first sentinel names it now."""
+        return int(redis.Redis(port=self.ports[0], socket_timeout=1).sentinel_get_master_addr_by_name(self.name)[1])
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextmanager
+def stopped(server: Server) -> Iterator[None]:
+    """The server is stopped (SIGSTOP) inside the block, and continued after it."""
+    server.signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        server.signal(signal.SIGCONT)
 
 
 @pytest.fixture(scope="session")

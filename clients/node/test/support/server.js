@@ -53,6 +53,7 @@ async function startServer(extra = []) {
     const port = await freePort();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockmod-node-'));
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    args.push('--repl-diskless-sync-delay', '0');
     args.push('--daemonize', 'no', '--enable-debug-command', 'yes', '--enable-module-command', 'yes');
     args.push('--dir', dir, '--logfile', path.join(dir, 'server.log'), '--loadmodule', so, ...extra);
     const child = spawn(bin, args, { stdio: 'ignore' });
@@ -64,7 +65,7 @@ async function startServer(extra = []) {
       lastErr = e;
       exited = true;
     });
-    const server = { port, dir, child, stop: () => stopChild(child, dir) };
+    const server = { port, dir, child, stop: () => stopChild(child, dir), signal: (sig) => child.kill(sig) };
     for (let i = 0; i < 200 && !exited; i++) {
       if (await pings(port)) return server;
       await sleep(25);
@@ -95,7 +96,91 @@ async function stopChild(child, dir) {
     child.kill('SIGKILL');
     await gone;
   }
-  fs.rmSync(dir, { recursive: true, force: true });
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** Starts a replica of `primary` (module loaded), resolved once it is in sync. */
+async function startReplica(primary, extra = []) {
+  const replica = await startServer(['--replicaof', '127.0.0.1', String(primary.port), ...extra]);
+  const c = raw(replica.port);
+  try {
+    await until(async () => /master_link_status:up/.test(await c.info('replication')), 'the replica in sync');
+  } finally {
+    c.disconnect();
+  }
+  return replica;
+}
+
+/**
+ * Three sentinels (the server binary with --sentinel) watching `primary` as `name`, down after
+ * 1 s, resolved once each knows the other two and `replicas` replicas. `stop()` kills them.
+ */
+async function startSentinels(primary, name = 'lockmod', replicas = 1) {
+  const bin = serverBinary();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockmod-node-sentinel-'));
+  const children = [];
+  const ports = [];
+  const stop = async () => {
+    for (const c of children) await stopChild(c, null);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const conf = path.join(dir, `sentinel-${i}.conf`);
+      fs.writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `logfile ${path.join(dir, `sentinel-${i}.log`)}`,
+          `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+          `sentinel down-after-milliseconds ${name} 1000`,
+          `sentinel failover-timeout ${name} 5000`,
+          `sentinel parallel-syncs ${name} 1`,
+          '',
+        ].join('\n'),
+      );
+      children.push(spawn(bin, [conf, '--sentinel'], { stdio: 'ignore' }));
+      ports.push(port);
+    }
+    await until(
+      async () => {
+        for (const port of ports) {
+          const s = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+          s.on('error', () => {});
+          try {
+            await s.connect();
+            const fields = await s.call('SENTINEL', 'MASTER', name);
+            const info = {};
+            for (let j = 0; j < fields.length; j += 2) info[fields[j]] = fields[j + 1];
+            if (Number(info['num-other-sentinels']) !== 2 || Number(info['num-slaves']) !== replicas) return false;
+          } catch {
+            return false;
+          } finally {
+            s.disconnect();
+          }
+        }
+        return true;
+      },
+      'three sentinels that know each other and the replica',
+      30000,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const primaryPort = async () => {
+    const s = new Redis({ port: ports[0], host: '127.0.0.1', maxRetriesPerRequest: 0 });
+    s.on('error', () => {});
+    try {
+      return Number((await s.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name))[1]);
+    } finally {
+      s.disconnect();
+    }
+  };
+  return { name, ports, sentinels: ports.map((port) => ({ host: '127.0.0.1', port })), primaryPort, stop };
 }
 
 /** A plain ioredis client for the test's own checks (keyspace, raw commands). */
@@ -159,4 +244,16 @@ function withServer(ready, clientOptions) {
   });
 }
 
-module.exports = { startServer, withServer, raw, until, calls, parked, serverBinary, modulePath, ROOT };
+module.exports = {
+  startServer,
+  startReplica,
+  startSentinels,
+  withServer,
+  raw,
+  until,
+  calls,
+  parked,
+  serverBinary,
+  modulePath,
+  ROOT,
+};

@@ -14,7 +14,7 @@ in `redis_lockmod.asyncio` with the same names.
 """
 
 from ._session import close
-from .errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError
+from .errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
 from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
 from .synchronizers import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
@@ -28,6 +28,7 @@ __all__ = [
     "LockLostError",
     "LockNotOwnedError",
     "LockTimeoutError",
+    "NoSyncedReplicasError",
     "PermitExpirableSemaphore",
     "ReadLock",
     "ReadWriteLock",

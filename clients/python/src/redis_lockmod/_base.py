@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _kinds, _protocol
-from ._kinds import Kind
+from ._kinds import Args, Kind
+from ._replicas import DEFAULT_SYNC_TIMEOUT_MS
 from .errors import LockLostError, LockNotOwnedError
 
 #: Redisson's watchdog: a 30 s lease, renewed every third of it while the lock is held.
@@ -84,6 +86,13 @@ def command_timeout_of(client: Any, given: Optional[float]) -> float:
     return float(t) if t else DEFAULT_COMMAND_TIMEOUT
 
 
+def sync_timeout_of(sync_replicas: bool, sync_timeout_ms: int) -> Optional[int]:
+    """The checked ``sync_timeout_ms``, or None when ``sync_replicas`` is off."""
+    if isinstance(sync_timeout_ms, bool) or not isinstance(sync_timeout_ms, int) or sync_timeout_ms <= 0:
+        raise ValueError("sync_timeout_ms must be a positive int (milliseconds)")
+    return sync_timeout_ms if sync_replicas else None
+
+
 @dataclass
 class Attempt:
     """One acquire in progress."""
@@ -113,6 +122,8 @@ class LockBase:
         watchdog_interval_ms: Optional[int] = None,
         command_timeout: Optional[float] = None,
         wait_ms: int = FAIR_WAIT_MS,
+        sync_replicas: bool = True,
+        sync_timeout_ms: int = DEFAULT_SYNC_TIMEOUT_MS,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a lock name is a non-empty str")
@@ -134,6 +145,9 @@ class LockBase:
         #: longer, since the server that lost a reply may still be busy.
         self.settle_timeout = max(1.0, 2 * self.command_timeout)
         self.wait_ms = wait_ms
+        #: Redisson's ``checkLockSyncedSlaves`` and ``slavesSyncTimeout``: the ms each grant,
+        #: renewal and unlock waits for the primary's replicas, or None (``sync_replicas=False``).
+        self.sync_ms = sync_timeout_of(sync_replicas, sync_timeout_ms)
 
     # -- names ------------------------------------------------------------------------------
     def _tid(self) -> int:
@@ -193,8 +207,37 @@ class LockBase:
             held_before=hold.count,
             timeout=sock_timeout,
             settle_timeout=self.settle_timeout,
+            sync_ms=self.sync_ms,
+            again=self._wait_again(owner, block_ms, timeout),
+            fresh=lambda: self._new_unlock(owner),
         )
         return Attempt(flow, hold, key, owner, hold.count)
+
+    def _wait_again(
+        self, owner: str, block_ms: Optional[int], timeout: Optional[float]
+    ) -> Callable[[], Optional[Tuple[Args, Optional[float]]]]:
+        """For a wait lost to a failover (or a broken connection) and settled as not granted:
+        the acquire for the time left, with its socket timeout, or None when none is left (or it
+        was not a wait)."""
+        deadline = None if not block_ms else time.monotonic() + (timeout or 0)
+
+        def again() -> Optional[Tuple[Args, Optional[float]]]:
+            if block_ms is None:
+                return None
+            left_ms: int = 0
+            sock: Optional[float] = None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                left_ms = max(1, math.ceil(left * 1000))
+                sock = left + self.command_timeout
+            args = self._kind.acquire_args(
+                self.name, owner, self._lease(), wait_ms=self.wait_ms, block_ms=left_ms, token=self.fenced
+            )
+            return args, sock
+
+        return again
 
     def _undo_flow(self, attempt: "Attempt", lost: _protocol.ReplyLost) -> _protocol.Flow:
         """The flow that gives back a grant an interrupted acquire may have left."""
@@ -264,7 +307,15 @@ class LockBase:
 
         pending = hold.pending_unlock or fresh()
         flow = _protocol.release_flow(
-            self._kind, self.name, owner, pending, fresh, hold.count, self.command_timeout, self.settle_timeout
+            self._kind,
+            self.name,
+            owner,
+            pending,
+            fresh,
+            hold.count,
+            self.command_timeout,
+            self.settle_timeout,
+            self.sync_ms,
         )
         return flow, hold, key
 

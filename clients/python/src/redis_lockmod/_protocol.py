@@ -27,6 +27,7 @@ from typing import Any, Callable, Generator, List, Optional, Sequence, Tuple
 
 from . import _names
 from ._kinds import Args, Kind, parse_acquire
+from .errors import NoSyncedReplicasError
 
 log = logging.getLogger("redis_lockmod")
 
@@ -36,6 +37,8 @@ SETTLE_ATTEMPTS = 5
 UNLOCK_ATTEMPTS = 3
 #: The shortest unlock latch (ms); longer when the timeouts make re-sends span more.
 MIN_LATCH_MS = 60_000
+#: How many times one acquire waits again after its wait was lost and settled as not granted.
+MAX_REWAITS = 20
 
 
 class ReplyLost(Exception):
@@ -59,12 +62,15 @@ class TooLate(Exception):
 class Call:
     """Send ``commands`` pipelined on one connection to the node of ``key``; the result is the
     list of replies. ``timeout`` is the socket timeout (None: wait without limit); past
-    ``send_by`` (monotonic seconds) nothing is sent any more (`TooLate`)."""
+    ``send_by`` (monotonic seconds) nothing is sent any more (`TooLate`). With ``sync_ms``, a
+    wait for the node's replicas follows on the same connection (`NoSyncedReplicasError` when
+    none acknowledged within that many ms)."""
 
     key: str
     commands: Sequence[Args]
     timeout: Optional[float]
     send_by: Optional[float] = None
+    sync_ms: Optional[int] = None
 
 
 @dataclass
@@ -133,16 +139,53 @@ def acquire_flow(
     held_before: int,
     timeout: Optional[float],
     settle_timeout: Optional[float],
+    sync_ms: Optional[int] = None,
+    again: Optional[Callable[[], Optional[Tuple[Args, Optional[float]]]]] = None,
+    fresh: Optional[Callable[[], PendingUnlock]] = None,
 ) -> Flow:
-    """Sends the acquire once. Returns (granted, token)."""
+    """Sends the acquire once. Returns (granted, token).
+
+    A wait (``BLOCK``) whose reply is lost and that was settled as not granted (its node failed
+    over, or its connection broke) is a new wait for the time left: `again` gives the new
+    acquire and socket timeout, or None when the time ran out. A grant that no replica
+    acknowledged (`sync_ms`) is given back with an unlock made by `fresh` (Redisson's
+    ``handleNoSync``), then `NoSyncedReplicasError` is raised; a refusal is returned as one."""
+    rewaits = 0
+    while True:
+        try:
+            replies = yield Call(name, (args,), timeout, sync_ms=sync_ms)
+        except NoSyncedReplicasError as unsynced:
+            granted, token = parse_acquire(unsynced.reply, fenced)
+            if not granted:
+                return False, None
+            if fresh is not None:
+                yield from give_back(kind, name, owner, fresh, held_before, settle_timeout)
+            raise unsynced
+        except ReplyLost as lost:
+            granted, token = yield from settle_acquire(kind, name, owner, lost, fenced, held_before, settle_timeout)
+            if granted:
+                return True, token
+            retry = again() if again is not None and rewaits < MAX_REWAITS else None
+            if retry is None:
+                raise lost.cause
+            rewaits += 1
+            args, timeout = retry
+            log.warning("%s %s for %s: its wait was lost and not granted: waiting again", kind.acquire, name, owner)
+            continue
+        return parse_acquire(replies[0], fenced)
+
+
+def give_back(
+    kind: Kind, name: str, owner: str, fresh: Callable[[], PendingUnlock], held_before: int, timeout: Optional[float]
+) -> Flow:
+    """Unlocks the hold an acquire just took, because no replica acknowledged it. Best effort:
+    a hold that cannot be given back is never renewed and frees itself at its lease's end."""
     try:
-        replies = yield Call(name, (args,), timeout)
-    except ReplyLost as lost:
-        granted, token = yield from settle_acquire(kind, name, owner, lost, fenced, held_before, settle_timeout)
-        if not granted:
-            raise lost.cause
-        return True, token
-    return parse_acquire(replies[0], fenced)
+        reply = yield from release_flow(kind, name, owner, fresh(), fresh, held_before + 1, timeout, timeout)
+    except Exception as e:
+        log.warning("%s %s for %s: could not give back the unsynced grant: %r", kind.acquire, name, owner, e)
+        return
+    log.warning("%s %s for %s: no replica acknowledged the grant; given back (%r)", kind.acquire, name, owner, reply)
 
 
 def settle_acquire(
@@ -181,6 +224,7 @@ def release_flow(
     held_before: int,
     timeout: Optional[float],
     resend_timeout: Optional[float],
+    sync_ms: Optional[int] = None,
 ) -> Flow:
     """Sends the latched unlock `pending`; a lost reply re-sends the very same request (same
     latch id), which the server answers with the first outcome, whichever copy runs first: no
@@ -190,13 +234,13 @@ def release_flow(
     for attempt in range(UNLOCK_ATTEMPTS):
         send_by = pending.resend_by()
         if send_by is not None and time.monotonic() > send_by:
-            return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout))
+            return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout, sync_ms))
         if pending.first_sent is None:
             pending.first_sent = time.monotonic()
         try:
-            replies = yield Call(name, (pending.args,), timeout if attempt == 0 else resend_timeout, send_by)
+            replies = yield Call(name, (pending.args,), timeout if attempt == 0 else resend_timeout, send_by, sync_ms)
         except TooLate:
-            return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout))
+            return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout, sync_ms))
         except ReplyLost as lost:
             last = lost
             pending.lost.append(lost)
@@ -223,6 +267,7 @@ def settle_unlock(
     fresh: Callable[[], PendingUnlock],
     held_before: int,
     timeout: Optional[float],
+    sync_ms: Optional[int] = None,
 ) -> Flow:
     """An unlock whose latch may be gone: end every connection it went out on, then compare the
     owner's hold count with the one before. Lower: it was applied (reply 1 if nothing is left,
@@ -245,7 +290,7 @@ def settle_unlock(
     again = fresh()
     again.first_sent = time.monotonic()
     try:
-        replies = yield Call(name, (again.args,), timeout)
+        replies = yield Call(name, (again.args,), timeout, sync_ms=sync_ms)
     except ReplyLost as lost:
         again.lost.append(lost)
         raise lost.cause

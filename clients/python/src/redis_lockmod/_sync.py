@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
-from ._base import command_timeout_of
+from ._base import command_timeout_of, sync_timeout_of
 from ._kinds import text
+from ._replicas import DEFAULT_SYNC_TIMEOUT_MS
 
 #: A permit id, or several (``release``, ``try_release``).
 Ids = Union[str, Iterable[str]]
@@ -86,17 +87,33 @@ def parse_ids(reply: Any) -> Optional[List[str]]:
 
 class SyncBase:
     """Options every synchronizer has: its name, the client (kept alive, as a lock keeps its
-    client), the socket timeout of a command, and the ``timeout`` of ``with``."""
+    client), the socket timeout of a command, the ``timeout`` of ``with``, and the wait for the
+    replicas after each change (``sync_replicas``, ``sync_timeout_ms``: the semaphores', as
+    Redisson's; Redisson's count-down latch waits for none, and neither does this one)."""
 
     _what = "synchronizer"
+    #: Whether the changes wait for the replicas (Redisson: its semaphores do, its latch not).
+    _syncs = True
 
-    def __init__(self, session: Any, client: Any, name: str, timeout: Optional[float], command_timeout: Optional[float]) -> None:
+    def __init__(
+        self,
+        session: Any,
+        client: Any,
+        name: str,
+        timeout: Optional[float],
+        command_timeout: Optional[float],
+        sync_replicas: bool = True,
+        sync_timeout_ms: int = DEFAULT_SYNC_TIMEOUT_MS,
+    ) -> None:
         self.name = check_name(name, self._what)
         self._session = session
         #: The client this object was given, held strongly (see ``Lock.client``).
         self.client = client
         self.timeout = timeout
         self.command_timeout = command_timeout_of(session.client, command_timeout)
+        sync_ms = sync_timeout_of(sync_replicas, sync_timeout_ms)
+        #: The ms a change waits for the replicas, or None.
+        self.sync_ms = sync_ms if self._syncs else None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -129,6 +146,12 @@ class PermitArgs:
         # A lease of 0: the permit never expires (Redisson's acquire() without a lease).
         args = ("PSEMAPHORE.ACQUIRE", name, positive(permits, "permits"), non_negative(lease_ms, "lease_ms"))
         return with_block(args, block_ms)
+
+    @staticmethod
+    def give_back(name: str, reply: Any) -> Optional[Tuple[Any, ...]]:
+        """The release of what an acquire replied (None when it was refused)."""
+        ids = parse_ids(reply)
+        return ("PSEMAPHORE.RELEASE", name, *ids) if ids else None
 
 
 class LatchArgs:

@@ -10,10 +10,20 @@ With a ``RedisCluster`` client, each request goes to the primary serving its key
 error that says the request was not run there (``MOVED``, ``ASK``, ``READONLY``, ``TRYAGAIN``,
 ``CLUSTERDOWN``, ``LOADING``, a parked client unblocked by a role change) refreshes the
 topology and sends it again, which is safe because nothing was done.
+
+With a Sentinel-managed client (``Sentinel(...).master_for(name)``), requests go to the primary
+the sentinels name, asked once and again after any failure; while they name none that answers
+(a failover), a request that was not sent is held back for up to `FAILOVER_WAIT` seconds, and
+one refused because its node is no longer the primary (``READONLY``, ``UNBLOCKED``) is sent again
+to the new one.
+
+A call with ``sync_ms`` is followed on its connection by a wait for the node's replicas
+(`redis_lockmod._replicas`).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import weakref
@@ -36,16 +46,37 @@ from redis.retry import Retry
 
 from ._kinds import Args
 from ._protocol import Barrier, Call, ReplyLost, TooLate
+from ._replicas import ReplicaCache, SyncPlan
 
 #: Sends of one request that the server refused without running it (redirects, loading).
 MAX_REDIRECTS = 6
 #: Idle connections kept per (node, timeout), and (node, timeout) pairs kept.
 IDLE_PER_KEY = 32
 IDLE_KEYS = 16
+#: How long (seconds) a request to a Sentinel-managed primary that could not be sent is held
+#: back while the sentinels name no reachable primary (a failover in progress).
+FAILOVER_WAIT = 30.0
 
 
 def is_cluster(client: Any) -> bool:
     return hasattr(client, "get_node_from_key") and hasattr(client, "nodes_manager")
+
+
+def sentinel_pool(client: Any) -> Any:
+    """The client's ``SentinelConnectionPool`` (sync or asyncio), or None."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None and hasattr(pool, "get_master_address") and hasattr(pool, "service_name"):
+        return pool
+    return None
+
+
+def direct_settings(pool: Any, host: str, port: int) -> dict:
+    """A Sentinel pool's connection settings aimed at one address, for a plain connection: the
+    library keeps to the primary it resolved, so that a barrier or a settling read reaches the
+    very node a request went to."""
+    kw = {k: v for k, v in pool.connection_kwargs.items() if k != "connection_pool"}
+    kw.update(host=host, port=port)
+    return kw
 
 
 def not_run(e: BaseException) -> bool:
@@ -65,6 +96,14 @@ def connection_settings(kwargs: dict, timeout: Optional[float]) -> dict:
     return kw
 
 
+def plain_class(cls: Any) -> Any:
+    """The plain connection class under a Sentinel-managed one (TLS or not)."""
+    for base in cls.__mro__[1:]:
+        if "Sentinel" not in base.__name__:
+            return base
+    return cls
+
+
 def address_of(kwargs: dict) -> Tuple[Any, ...]:
     return (kwargs.get("host"), kwargs.get("port"), kwargs.get("path"), kwargs.get("db", 0))
 
@@ -77,6 +116,8 @@ class Link:
         self.address = address
         self.timeout = timeout
         self.client_id: Optional[int] = None
+        #: Closed after the call's replies were read (a wait that failed): not reused.
+        self.broken = False
 
 
 class Transport:
@@ -86,8 +127,12 @@ class Transport:
         # Weak: the session (and so this) lives as long as the application's client, not longer.
         self._client = weakref.ref(client)
         self.cluster = is_cluster(client)
+        self.sentinel = not self.cluster and sentinel_pool(client) is not None
         self._mutex = threading.Lock()
         self._idle: "OrderedDict[Tuple[Any, ...], List[Link]]" = OrderedDict()
+        #: The Sentinel-managed primary's (host, port), asked again after a failure.
+        self._primary: Optional[Tuple[str, int]] = None
+        self.replicas = ReplicaCache()
 
     @property
     def client(self) -> Any:
@@ -103,6 +148,11 @@ class Transport:
             pool = node.redis_connection.connection_pool
         else:
             pool = self.client.connection_pool
+        if self.sentinel:
+            primary = self._primary
+            if primary is None:
+                primary = self._primary = pool.get_master_address()  # MasterNotFoundError while none
+            return plain_class(pool.connection_class), direct_settings(pool, *primary)
         return pool.connection_class, pool.connection_kwargs
 
     def _take(self, cls: Any, kwargs: dict, timeout: Optional[float]) -> Link:
@@ -165,24 +215,32 @@ class Transport:
     # -- operations -------------------------------------------------------------------------
     def execute(self, op: Any) -> Any:
         if isinstance(op, Call):
-            return self.call(op.key, op.commands, op.timeout, op.send_by)
+            return self.call(op.key, op.commands, op.timeout, op.send_by, op.sync_ms)
         if isinstance(op, Barrier):
             return self.barrier(op.lost, op.timeout)
         raise TypeError(f"unknown operation {op!r}")
 
     def call(
-        self, key: str, commands: Sequence[Args], timeout: Optional[float], send_by: Optional[float] = None
+        self,
+        key: str,
+        commands: Sequence[Args],
+        timeout: Optional[float],
+        send_by: Optional[float] = None,
+        sync_ms: Optional[int] = None,
     ) -> List[Any]:
         """Sends `commands` pipelined to `key`'s node and returns their replies. Raises
         `ReplyLost` when the replies did not come; an error reply is raised as redis-py's
-        exception (after the remaining replies are read, so the connection stays usable)."""
+        exception (after the remaining replies are read, so the connection stays usable).
+        With `sync_ms`, then waits up to that long for the node's replicas, on the same
+        connection, and raises `NoSyncedReplicasError` (carrying the reply) if none acknowledged."""
         ask: Optional[Tuple[str, int]] = None
-        for attempt in range(MAX_REDIRECTS):
-            last = attempt + 1 == MAX_REDIRECTS
-            cls, kwargs = self._node(key)
-            if ask is not None:
-                kwargs = dict(kwargs, host=ask[0], port=ask[1])
+        started = time.monotonic()
+        for attempt in itertools.count():
+            last = attempt + 1 >= MAX_REDIRECTS and not (self.sentinel and time.monotonic() - started < FAILOVER_WAIT)
             try:
+                cls, kwargs = self._node(key)
+                if ask is not None:
+                    kwargs = dict(kwargs, host=ask[0], port=ask[1])
                 link = self._take(cls, kwargs, timeout)
             except (ConnectionError, TimeoutError):
                 if last:
@@ -192,18 +250,22 @@ class Transport:
             if send_by is not None and time.monotonic() > send_by:
                 self._put(link)
                 raise TooLate()
+            plan = SyncPlan(self.replicas, link.address, sync_ms) if sync_ms is not None else None
+            pre, post = (plan.pre, plan.post) if plan is not None else ((), ())
             sent = False
             try:
                 if ask is not None:
                     link.conn.send_command("ASKING")
-                for c in commands:
+                for c in (*pre, *commands, *post):
                     link.conn.send_command(*c)
                 sent = True
                 if ask is not None:
                     link.conn.read_response()
+                info = self._read_info(link) if pre else None
                 replies, error = self._read(link, len(commands))
             except (ConnectionError, TimeoutError) as e:
                 link.conn.disconnect()
+                self._lost_primary()
                 if (not sent or isinstance(e, BusyLoadingError)) and not last:
                     # Never fully sent, or refused while loading: nothing ran, send again.
                     self._refresh(attempt)
@@ -215,18 +277,76 @@ class Transport:
                 if sent:
                     e.lockmod_lost = ReplyLost(e, (cls, kwargs), link.client_id)  # type: ignore[attr-defined]
                 raise
-            self._put(link)
+            waited = self._read_one(link, sync_ms) if post else None
+            if error is None and plan is not None:
+                self._sync(link, plan, info, waited, replies)  # raises NoSyncedReplicasError
+            if not link.broken:
+                self._put(link)
             if error is None:
                 return replies
             ask = None
             if self.cluster and isinstance(error, AskError) and not isinstance(error, MovedError) and not last:
                 ask = (error.host, error.port)
                 continue
-            retry = isinstance(error, (MovedError, TryAgainError)) or (self.cluster and not_run(error))
+            retry = isinstance(error, (MovedError, TryAgainError)) or ((self.cluster or self.sentinel) and not_run(error))
             if not retry or last:
                 raise error
             self._refresh(attempt)
-        raise ConnectionError(f"request for {key!r} was refused {MAX_REDIRECTS} times")
+        raise AssertionError("unreachable")
+
+    def _sync(self, link: Link, plan: SyncPlan, info: Any, waited: Any, replies: List[Any]) -> None:
+        """The wait's verdict (sending it now if ``INFO`` just found replicas)."""
+        wait = plan.post[0] if plan.post else None
+        if plan.pre:
+            late = plan.learned(info)
+            if late is not None and not link.broken:
+                wait = late
+                try:
+                    link.conn.send_command(*late)
+                except (ConnectionError, TimeoutError) as e:
+                    link.conn.disconnect()
+                    link.broken = True
+                    waited = e
+                else:
+                    waited = self._read_one(link, plan.timeout_ms)
+        if wait is not None:
+            try:
+                plan.check(wait, waited, replies[0] if len(replies) == 1 else replies)
+            except BaseException:
+                if not link.broken:
+                    self._put(link)
+                raise
+
+    @staticmethod
+    def _read_info(link: Link) -> Any:
+        """The reply of the ``INFO`` in front of a call, or its error reply (a lost connection
+        raises: the call's replies are lost with it)."""
+        try:
+            return link.conn.read_response()
+        except ResponseError as e:
+            return e
+
+    @staticmethod
+    def _read_one(link: Link, extra_ms: Optional[int]) -> Any:
+        """One reply of what the library adds to a call (``INFO``, a wait): the reply, or the
+        exception in its place (an error reply, or the connection lost, which is then closed:
+        the call's own replies are kept). ``extra_ms`` lengthens the socket timeout for it."""
+        try:
+            if extra_ms is None or link.timeout is None:
+                return link.conn.read_response()
+            return link.conn.read_response(timeout=link.timeout + extra_ms / 1000)
+        except ResponseError as e:
+            return e
+        except (ConnectionError, TimeoutError) as e:
+            link.conn.disconnect()
+            link.broken = True
+            return e
+
+    def _lost_primary(self) -> None:
+        """A connection broke: a Sentinel-managed primary is asked for again before the next
+        request (it may have failed over)."""
+        if self.sentinel:
+            self._primary = None
 
     @staticmethod
     def _read(link: Link, n: int) -> Tuple[List[Any], Optional[ResponseError]]:
@@ -245,6 +365,7 @@ class Transport:
         time.sleep(min(1.0, 0.05 * (2**attempt)))
 
     def _refresh(self, attempt: int) -> None:
+        self._primary = None  # a Sentinel-managed primary is asked for again
         self._backoff(attempt)
         if self.cluster:
             try:

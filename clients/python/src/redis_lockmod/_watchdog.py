@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable, List, Optional, Tuple
 
 from ._base import Hold
+from .errors import NoSyncedReplicasError
 from ._driver import read
 from ._transport import Transport
 
@@ -92,9 +93,15 @@ class Watchdog:
                 e.hold.watch = None
             log.warning("watchdog: %s holds %s but has ended; its lease is left to run out", e.owner, lock.name)
             return
+        if e.hold.watch is not e:
+            return  # released since it fell due
         args = lock._kind.renew_args(lock.name, e.owner, lock.watchdog_lease_ms)
         try:
-            reply = read(self._transport, lock.name, args, lock.command_timeout)
+            reply = read(self._transport, lock.name, args, lock.command_timeout, sync_ms=lock.sync_ms)
+        except NoSyncedReplicasError as exc:
+            # Renewed on the primary only (Redisson logs it and renews again at the next interval).
+            log.warning("watchdog: renewing %s for %s: %s", lock.name, e.owner, exc)
+            reply = exc.reply
         except Exception as exc:  # the lease has two more intervals: try again then
             log.warning("watchdog: renewing %s for %s failed: %s", lock.name, e.owner, exc)
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from redis.exceptions import LockError, LockNotOwnedError
 
-__all__ = ["LockError", "LockNotOwnedError", "LockLostError", "LockTimeoutError"]
+__all__ = ["LockError", "LockNotOwnedError", "LockLostError", "LockTimeoutError", "NoSyncedReplicasError"]
 
 
 class LockLostError(LockNotOwnedError):
@@ -19,3 +19,21 @@ class LockLostError(LockNotOwnedError):
 
 class LockTimeoutError(LockError):
     """``with lock:`` could not acquire the lock within the lock's ``timeout``."""
+
+
+class NoSyncedReplicasError(LockError):
+    """None of the primary's replicas acknowledged a write of a lock or a semaphore within the
+    sync timeout (``WAIT``, or ``WAITAOF`` when the primary has an AOF): a failover now could
+    lose it. Redisson's ``NoSyncedSlavesException``.
+
+    A grant (an acquire, a reentry, a grant while waiting) is given back before this is raised,
+    so the caller holds nothing more than before. A release, renewal or any other change was
+    applied on the primary and stays applied; ``reply`` is the command's reply (what the call
+    would have returned), ``replicas`` how many replicas the primary had, ``synced`` how many
+    acknowledged (0)."""
+
+    def __init__(self, message: str, *, reply: object = None, replicas: int = 0, synced: int = 0) -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.replicas = replicas
+        self.synced = synced

@@ -32,7 +32,7 @@ from ._base import LockBase
 from ._driver import once, read, run
 from ._owner import thread_id
 from ._session import session_for
-from .errors import LockLostError, LockTimeoutError
+from .errors import LockLostError, LockTimeoutError, NoSyncedReplicasError
 
 log = logging.getLogger("redis_lockmod")
 
@@ -81,7 +81,15 @@ class _SyncLock(LockBase):
         """Gives back one hold of this thread. Raises `LockLostError` if the lock was lost
         (lease ran out, force unlock) and `LockNotOwnedError` if this thread holds nothing."""
         flow, hold, key = self._release_flow()
-        reply = run(flow, self._session.transport)
+        try:
+            reply = run(flow, self._session.transport)
+        except NoSyncedReplicasError as unsynced:
+            # Applied on the primary, not confirmed by a replica: recorded, then raised.
+            self._record_release(hold, key, unsynced.reply)
+            raise
+        self._record_release(hold, key, reply)
+
+    def _record_release(self, hold: Any, key: Any, reply: Any) -> None:
         try:
             done = self._released(hold, key, reply)
         except LockLostError:
@@ -111,10 +119,18 @@ class _SyncLock(LockBase):
     def force_unlock(self) -> bool:
         """Frees the lock whoever holds it (a read or write lock: if in its mode); True if it
         was held. Holders of this process are forgotten without a lost signal."""
-        reply = once(self._session.transport, self.name, self._kind.force_unlock_args(self.name), self.command_timeout)
+        args = self._kind.force_unlock_args(self.name)
+        try:
+            reply = once(self._session.transport, self.name, args, self.command_timeout, self.sync_ms)
+        except NoSyncedReplicasError:
+            self._unwatch_forced()  # applied on the primary
+            raise
+        self._unwatch_forced()
+        return int(reply) == 1
+
+    def _unwatch_forced(self) -> None:
         for hold in self._forced():
             self._session.watchdog.unwatch(hold)
-        return int(reply) == 1
 
     def __enter__(self) -> "_SyncLock":
         if not self.acquire(blocking=True, timeout=self.timeout):

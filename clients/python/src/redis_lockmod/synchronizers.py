@@ -26,32 +26,63 @@ permit never expires, as Redisson's ``acquire()`` without a lease).
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 from . import _sync
 from ._driver import once, read
 from ._kinds import Args
 from ._session import session_for
 from ._sync import Ids, LatchArgs, PermitArgs, SemaphoreArgs
-from .errors import LockLostError, LockNotOwnedError, LockTimeoutError
+from .errors import LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
+
+log = logging.getLogger("redis_lockmod")
 
 _DEFAULT: Any = object()
 
 
 class _SyncObject(_sync.SyncBase):
-    def __init__(self, client: Any, name: str, *, timeout: Optional[float] = None, command_timeout: Optional[float] = None) -> None:
-        super().__init__(session_for(client), client, name, timeout, command_timeout)
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        command_timeout: Optional[float] = None,
+        **sync: Any,
+    ) -> None:
+        super().__init__(session_for(client), client, name, timeout, command_timeout, **sync)
 
     def _once(self, args: Args, timeout: Optional[float] = _DEFAULT) -> Any:
-        """A command that changes something, or waits: sent once (a lost reply raises).
-        ``timeout``: the socket timeout (None: none, for a wait without limit)."""
+        """A command that changes something, or waits: sent once (a lost reply raises), then the
+        wait for the replicas (`NoSyncedReplicasError`). ``timeout``: the socket timeout (None:
+        none, for a wait without limit)."""
         sock = self.command_timeout if timeout is _DEFAULT else timeout
-        return once(self._session.transport, self.name, args, sock)  # type: ignore[arg-type]
+        return once(self._session.transport, self.name, args, sock, self.sync_ms)  # type: ignore[arg-type]
 
-    def _read(self, args: Args) -> Any:
-        """A command that changes nothing the caller can see twice: sent again if lost."""
-        return read(self._session.transport, self.name, args, self.command_timeout)
+    def _read(self, args: Args, sync: bool = False) -> Any:
+        """A command whose effect twice is its effect once (a read; with `sync`, a lease
+        update, followed by the wait for the replicas): sent again if lost."""
+        sync_ms = self.sync_ms if sync else None
+        return read(self._session.transport, self.name, args, self.command_timeout, sync_ms=sync_ms)
+
+    def _acquired(self, args: Args, sock: Optional[float], give_back: Callable[[Any], Optional[Args]]) -> Any:
+        """Sends the acquire `args` once; if no replica acknowledged its grant, gives it back
+        with the command `give_back(reply)` (not waited for) and raises `NoSyncedReplicasError`
+        (Redisson's ``handleNoSync``). A refusal (`give_back` gives None) is a refusal: nothing
+        was taken."""
+        try:
+            return self._once(args, sock)
+        except NoSyncedReplicasError as unsynced:
+            undo = give_back(unsynced.reply)
+            if undo is None:
+                return unsynced.reply
+            try:
+                once(self._session.transport, self.name, undo, self.command_timeout)
+            except Exception as e:
+                log.warning("could not give back %s of %s granted to an acquire no replica acknowledged: %r", undo[2:], self.name, e)
+            raise
 
 
 class Semaphore(_SyncObject):
@@ -71,7 +102,9 @@ class Semaphore(_SyncObject):
         at most ``timeout`` seconds (None: no limit); ``blocking=False`` or ``timeout=0`` tries
         once. True when taken. A lost reply raises (the permits may have been taken)."""
         block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
-        return int(self._once(SemaphoreArgs.acquire(self.name, permits, block_ms), sock)) == 1
+        args = SemaphoreArgs.acquire(self.name, permits, block_ms)
+        give_back = SemaphoreArgs.release(self.name, permits)
+        return int(self._acquired(args, sock, lambda r: give_back if int(r) == 1 else None)) == 1
 
     def release(self, permits: int = 1) -> int:
         """Gives ``permits`` permits back (whoever took them); returns the permits available."""
@@ -146,7 +179,8 @@ class PermitExpirableSemaphore(_SyncObject):
         expire), waiting as `Semaphore.acquire`. Returns their ids (32 hex digits each), or None when not taken."""
         lease = self._lease(lease_ms)
         block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
-        return _sync.parse_ids(self._once(PermitArgs.acquire(self.name, permits, lease, block_ms), sock))
+        args = PermitArgs.acquire(self.name, permits, lease, block_ms)
+        return _sync.parse_ids(self._acquired(args, sock, lambda r: PermitArgs.give_back(self.name, r)))
 
     def try_release(self, ids: Ids) -> bool:
         """Gives back the permits of ``ids`` (one id or several): all of them, or none if one is
@@ -166,7 +200,7 @@ class PermitExpirableSemaphore(_SyncObject):
         """Sets the lease of a permit still held to ``lease_ms`` from now (0: never expires);
         False if it is gone."""
         args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.non_negative(lease_ms, "lease_ms"))
-        return int(self._read(args)) == 1
+        return int(self._read(args, sync=True)) == 1
 
     def available_permits(self) -> int:
         """The permits available now (expired ones back)."""
@@ -200,9 +234,11 @@ class PermitExpirableSemaphore(_SyncObject):
 
 class CountDownLatch(_SyncObject):
     """Redisson's ``RCountDownLatch`` (``COUNTDOWN.*``): a count in the string ``name``; waiters
-    are all woken when it reaches zero (the key is then deleted)."""
+    are all woken when it reaches zero (the key is then deleted). Its changes wait for no
+    replica (as Redisson's)."""
 
     _what = "count-down latch"
+    _syncs = False
 
     def try_set_count(self, count: int) -> bool:
         """Sets the count if the latch does not exist yet; True if it was set."""

@@ -8,7 +8,7 @@ the sync ones::
         ...
 """
 
-from ..errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError
+from ..errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
 from ._session import close
 from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
 from .synchronizers import CountDownLatch, PermitExpirableSemaphore, Semaphore
@@ -21,6 +21,7 @@ __all__ = [
     "LockLostError",
     "LockNotOwnedError",
     "LockTimeoutError",
+    "NoSyncedReplicasError",
     "PermitExpirableSemaphore",
     "ReadLock",
     "ReadWriteLock",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from .._protocol import Call, Flow, ReplyLost
 from ._transport import Transport
@@ -23,20 +23,22 @@ async def run(flow: Flow, transport: Transport) -> Any:
         return stop.value
 
 
-async def read(transport: Transport, key: str, args: tuple, timeout: float, attempts: int = 3) -> Any:
-    """One read-only command, sent again if its reply is lost."""
+async def read(
+    transport: Transport, key: str, args: tuple, timeout: float, attempts: int = 3, sync_ms: Optional[int] = None
+) -> Any:
+    """As the sync `redis_lockmod._driver.read`."""
     for attempt in range(attempts):
         try:
-            return (await transport.call(key, (args,), timeout))[0]
+            return (await transport.call(key, (args,), timeout, None, sync_ms=sync_ms))[0]
         except ReplyLost as lost:
             if attempt + 1 == attempts:
                 raise lost.cause
     raise AssertionError("unreachable")
 
 
-async def once(transport: Transport, key: str, args: tuple, timeout: float) -> Any:
+async def once(transport: Transport, key: str, args: tuple, timeout: float, sync_ms: Optional[int] = None) -> Any:
     """One command that must not be sent twice: a lost reply is an error."""
     try:
-        return (await transport.execute(Call(key, (args,), timeout)))[0]
+        return (await transport.execute(Call(key, (args,), timeout, sync_ms=sync_ms)))[0]
     except ReplyLost as lost:
         raise lost.cause

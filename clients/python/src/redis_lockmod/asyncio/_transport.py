@@ -1,10 +1,11 @@
-"""The asyncio transport: the same rules as the sync one (`redis_lockmod._transport`) on
-``redis.asyncio`` connections. A request interrupted by cancellation closes its connection, so
+"""The asyncio transport: the same rules as the sync one (`redis_lockmod._transport`: Cluster,
+Sentinel, replicas synced) on ``redis.asyncio`` connections. A request interrupted by cancellation closes its connection, so
 a parked ``BLOCK`` leaves the server's queue at once."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import weakref
 from collections import OrderedDict
@@ -24,7 +25,19 @@ from redis.exceptions import (
 
 from .._kinds import Args
 from .._protocol import Barrier, Call, ReplyLost, TooLate
-from .._transport import IDLE_KEYS, IDLE_PER_KEY, MAX_REDIRECTS, address_of, is_cluster, not_run
+from .._replicas import ReplicaCache, SyncPlan
+from .._transport import (
+    FAILOVER_WAIT,
+    IDLE_KEYS,
+    IDLE_PER_KEY,
+    MAX_REDIRECTS,
+    address_of,
+    direct_settings,
+    is_cluster,
+    not_run,
+    plain_class,
+    sentinel_pool,
+)
 
 
 def connection_settings(kwargs: dict, timeout: Optional[float]) -> dict:
@@ -42,6 +55,8 @@ class Link:
         self.address = address
         self.timeout = timeout
         self.client_id: Optional[int] = None
+        #: Closed after the call's replies were read (a wait that failed): not reused.
+        self.broken = False
         #: Set when another connection may still act on this one (``CLIENT UNBLOCK`` of its id
         #: after a cancelled wait): it is closed after its reply instead of being reused.
         self.discard = False
@@ -53,7 +68,11 @@ class Transport:
     def __init__(self, client: Any) -> None:
         self._client = weakref.ref(client)
         self.cluster = is_cluster(client)
+        self.sentinel = not self.cluster and sentinel_pool(client) is not None
         self._idle: "OrderedDict[Tuple[Any, ...], List[Link]]" = OrderedDict()
+        #: The Sentinel-managed primary's (host, port), asked again after a failure.
+        self._primary: Optional[Tuple[str, int]] = None
+        self.replicas = ReplicaCache()
 
     @property
     def client(self) -> Any:
@@ -68,6 +87,11 @@ class Transport:
             node = client.get_node_from_key(key)
             return node.connection_class, node.connection_kwargs
         pool = self.client.connection_pool
+        if self.sentinel:
+            primary = self._primary
+            if primary is None:
+                primary = self._primary = await pool.get_master_address()
+            return plain_class(pool.connection_class), direct_settings(pool, *primary)
         return pool.connection_class, pool.connection_kwargs
 
     async def _take(self, cls: Any, kwargs: dict, timeout: Optional[float]) -> Link:
@@ -99,7 +123,7 @@ class Transport:
         return link
 
     async def _put(self, link: Link) -> None:
-        if link.discard:
+        if link.discard or link.broken:
             await link.conn.disconnect(nowait=True)
             return
         key = (link.address, link.timeout)
@@ -123,7 +147,7 @@ class Transport:
 
     async def execute(self, op: Any) -> Any:
         if isinstance(op, Call):
-            return await self.call(op.key, op.commands, op.timeout, op.send_by)
+            return await self.call(op.key, op.commands, op.timeout, op.send_by, sync_ms=op.sync_ms)
         if isinstance(op, Barrier):
             return await self.barrier(op.lost, op.timeout)
         raise TypeError(f"unknown operation {op!r}")
@@ -135,16 +159,18 @@ class Transport:
         timeout: Optional[float],
         send_by: Optional[float] = None,
         on_sent: Optional[Callable[[Link, Any], None]] = None,
+        sync_ms: Optional[int] = None,
     ) -> List[Any]:
         """As the sync `Transport.call`. ``on_sent(link, address)`` is called once the commands
         are sent on ``link`` (to the node at ``address``), before their replies are read."""
         ask: Optional[Tuple[str, int]] = None
-        for attempt in range(MAX_REDIRECTS):
-            last = attempt + 1 == MAX_REDIRECTS
-            cls, kwargs = await self._node(key)
-            if ask is not None:
-                kwargs = dict(kwargs, host=ask[0], port=ask[1])
+        started = time.monotonic()
+        for attempt in itertools.count():
+            last = attempt + 1 >= MAX_REDIRECTS and not (self.sentinel and time.monotonic() - started < FAILOVER_WAIT)
             try:
+                cls, kwargs = await self._node(key)
+                if ask is not None:
+                    kwargs = dict(kwargs, host=ask[0], port=ask[1])
                 link = await self._take(cls, kwargs, timeout)
             except (ConnectionError, TimeoutError, OSError):
                 if last:
@@ -154,20 +180,24 @@ class Transport:
             if send_by is not None and time.monotonic() > send_by:
                 await self._put(link)
                 raise TooLate()
+            plan = SyncPlan(self.replicas, link.address, sync_ms) if sync_ms is not None else None
+            pre, post = (plan.pre, plan.post) if plan is not None else ((), ())
             sent = False
             try:
                 if ask is not None:
                     await link.conn.send_command("ASKING")
-                for c in commands:
+                for c in (*pre, *commands, *post):
                     await link.conn.send_command(*c)
                 sent = True
                 if on_sent is not None:
                     on_sent(link, (cls, kwargs))
                 if ask is not None:
                     await link.conn.read_response()
+                info = await self._read_info(link) if pre else None
                 replies, error = await self._read(link, len(commands))
             except (ConnectionError, TimeoutError, OSError) as e:
                 await link.conn.disconnect(nowait=True)
+                self._lost_primary()
                 if (not sent or isinstance(e, BusyLoadingError)) and not last:
                     await self._refresh(attempt)
                     continue
@@ -178,6 +208,13 @@ class Transport:
                 if sent:
                     e.lockmod_lost = ReplyLost(e, (cls, kwargs), link.client_id)  # type: ignore[attr-defined]
                 raise
+            waited = await self._read_one(link, sync_ms) if post else None
+            if error is None and plan is not None:
+                try:
+                    await self._sync(link, plan, info, waited, replies)
+                except BaseException:
+                    await self._put(link)
+                    raise
             await self._put(link)
             if error is None:
                 return replies
@@ -185,11 +222,54 @@ class Transport:
             if self.cluster and isinstance(error, AskError) and not isinstance(error, MovedError) and not last:
                 ask = (error.host, error.port)
                 continue
-            retry = isinstance(error, (MovedError, TryAgainError)) or (self.cluster and not_run(error))
+            retry = isinstance(error, (MovedError, TryAgainError)) or ((self.cluster or self.sentinel) and not_run(error))
             if not retry or last:
                 raise error
             await self._refresh(attempt)
-        raise ConnectionError(f"request for {key!r} was refused {MAX_REDIRECTS} times")
+        raise AssertionError("unreachable")
+
+    async def _sync(self, link: Link, plan: SyncPlan, info: Any, waited: Any, replies: List[Any]) -> None:
+        """As the sync `Transport._sync`."""
+        wait = plan.post[0] if plan.post else None
+        if plan.pre:
+            late = plan.learned(info)
+            if late is not None and not link.broken:
+                wait = late
+                try:
+                    await link.conn.send_command(*late)
+                except (ConnectionError, TimeoutError, OSError) as e:
+                    await link.conn.disconnect(nowait=True)
+                    link.broken = True
+                    waited = e
+                else:
+                    waited = await self._read_one(link, plan.timeout_ms)
+        if wait is not None:
+            plan.check(wait, waited, replies[0] if len(replies) == 1 else replies)
+
+    @staticmethod
+    async def _read_info(link: Link) -> Any:
+        try:
+            return await link.conn.read_response()
+        except ResponseError as e:
+            return e
+
+    @staticmethod
+    async def _read_one(link: Link, extra_ms: Optional[int]) -> Any:
+        """As the sync `Transport._read_one`."""
+        try:
+            if extra_ms is None or link.timeout is None:
+                return await link.conn.read_response()
+            return await link.conn.read_response(timeout=link.timeout + extra_ms / 1000)
+        except ResponseError as e:
+            return e
+        except (ConnectionError, TimeoutError, OSError) as e:
+            await link.conn.disconnect(nowait=True)
+            link.broken = True
+            return e
+
+    def _lost_primary(self) -> None:
+        if self.sentinel:
+            self._primary = None
 
     @staticmethod
     async def _read(link: Link, n: int) -> Tuple[List[Any], Optional[ResponseError]]:
@@ -204,6 +284,7 @@ class Transport:
         return replies, error
 
     async def _refresh(self, attempt: int) -> None:
+        self._primary = None
         await asyncio.sleep(min(1.0, 0.05 * (2**attempt)))
         if self.cluster:
             try:

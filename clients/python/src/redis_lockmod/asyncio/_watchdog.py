@@ -11,6 +11,7 @@ import time
 from typing import Any, List, Optional, Tuple
 
 from .._base import Hold
+from ..errors import NoSyncedReplicasError
 from .._watchdog import Entry
 from ._driver import read
 from ._transport import Transport
@@ -66,9 +67,15 @@ class Watchdog:
             e.hold.watch = None
             log.warning("watchdog: %s holds %s but has ended; its lease is left to run out", e.owner, lock.name)
             return
+        if e.hold.watch is not e:
+            return  # released since it fell due
         args = lock._kind.renew_args(lock.name, e.owner, lock.watchdog_lease_ms)
         try:
-            reply = await read(self._transport, lock.name, args, lock.command_timeout)
+            reply = await read(self._transport, lock.name, args, lock.command_timeout, sync_ms=lock.sync_ms)
+        except NoSyncedReplicasError as exc:
+            # Renewed on the primary only (Redisson logs it and renews again at the next interval).
+            log.warning("watchdog: renewing %s for %s: %s", lock.name, e.owner, exc)
+            reply = exc.reply
         except Exception as exc:
             log.warning("watchdog: renewing %s for %s failed: %s", lock.name, e.owner, exc)
             return

@@ -20,7 +20,7 @@ from .. import _kinds
 from .._base import Attempt, LockBase
 from .._owner import task_id
 from .._protocol import ReplyLost
-from ..errors import LockLostError, LockTimeoutError
+from ..errors import LockLostError, LockTimeoutError, NoSyncedReplicasError
 from ._driver import once, read, run
 from ._session import AsyncSession, session_for
 
@@ -76,7 +76,14 @@ class _AsyncLock(LockBase):
     async def release(self) -> None:
         """As the sync `Lock.release`, for the current task."""
         flow, hold, key = self._release_flow()
-        reply = await run(flow, self._session.transport)
+        try:
+            reply = await run(flow, self._session.transport)
+        except NoSyncedReplicasError as unsynced:
+            self._record_release(hold, key, unsynced.reply)
+            raise
+        self._record_release(hold, key, reply)
+
+    def _record_release(self, hold: Any, key: Any, reply: Any) -> None:
         try:
             done = self._released(hold, key, reply)
         except LockLostError:
@@ -101,10 +108,17 @@ class _AsyncLock(LockBase):
 
     async def force_unlock(self) -> bool:
         args = self._kind.force_unlock_args(self.name)
-        reply = await once(self._session.transport, self.name, args, self.command_timeout)
+        try:
+            reply = await once(self._session.transport, self.name, args, self.command_timeout, self.sync_ms)
+        except NoSyncedReplicasError:
+            self._unwatch_forced()  # applied on the primary
+            raise
+        self._unwatch_forced()
+        return int(reply) == 1
+
+    def _unwatch_forced(self) -> None:
         for hold in self._forced():
             self._session.watchdog.unwatch(hold)
-        return int(reply) == 1
 
     async def __aenter__(self) -> "_AsyncLock":
         if not await self.acquire(blocking=True, timeout=self.timeout):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional
 
 from .. import _sync
 from .._kinds import Args
 from .._protocol import ReplyLost
 from .._sync import Ids, LatchArgs, PermitArgs, SemaphoreArgs
-from ..errors import LockLostError, LockNotOwnedError, LockTimeoutError
+from ..errors import LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
 from ._driver import once, read
 from ._session import AsyncSession, session_for
 
@@ -35,27 +35,48 @@ log = logging.getLogger("redis_lockmod")
 
 _DEFAULT: Any = object()
 
-#: What a cancelled wait gives back when its grant raced the cancellation (given the reply).
-GiveBack = Optional[Callable[[Any], Awaitable[None]]]
+#: The command that gives back what a wait was granted (given its reply; None: nothing was),
+#: when the grant raced a cancellation or no replica acknowledged it.
+GiveBack = Optional[Callable[[Any], Optional[Args]]]
 
 
 class _AsyncObject(_sync.SyncBase):
     _session: AsyncSession
 
-    def __init__(self, client: Any, name: str, *, timeout: Optional[float] = None, command_timeout: Optional[float] = None) -> None:
-        super().__init__(session_for(client), client, name, timeout, command_timeout)
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        command_timeout: Optional[float] = None,
+        **sync: Any,
+    ) -> None:
+        super().__init__(session_for(client), client, name, timeout, command_timeout, **sync)
 
     async def _once(self, args: Args, timeout: Optional[float] = _DEFAULT) -> Any:
         sock = self.command_timeout if timeout is _DEFAULT else timeout
-        return await once(self._session.transport, self.name, args, sock)  # type: ignore[arg-type]
+        return await once(self._session.transport, self.name, args, sock, self.sync_ms)  # type: ignore[arg-type]
 
-    async def _read(self, args: Args) -> Any:
-        return await read(self._session.transport, self.name, args, self.command_timeout)
+    async def _read(self, args: Args, sync: bool = False) -> Any:
+        sync_ms = self.sync_ms if sync else None
+        return await read(self._session.transport, self.name, args, self.command_timeout, sync_ms=sync_ms)
+
+    async def _give_back(self, undo: Args, to: str) -> None:
+        """Sends `undo` (not waited for by the replicas) for what was granted `to` whom; a
+        failure is logged."""
+        try:
+            await once(self._session.transport, self.name, undo, self.command_timeout)
+        except Exception as e:
+            log.warning("could not give back %s of %s granted to %s: %r", undo[2:], self.name, to, e)
+            return
+        log.info("gave back %s of %s granted to %s", undo[2:], self.name, to)
 
     async def _wait(self, args: Args, sock: Optional[float], give_back: GiveBack) -> Any:
         """Sends a command that may park (``BLOCK``) once. If the calling task is cancelled
         meanwhile, the request is ended in the server and whatever it was granted is given back
-        (`give_back`), in the background; the cancellation goes on at once."""
+        (`give_back`), in the background; the cancellation goes on at once. A grant that no
+        replica acknowledged is given back too, then `NoSyncedReplicasError` is raised."""
         transport = self._session.transport
         sent: Dict[str, Any] = {}
         on_wire = asyncio.Event()
@@ -64,7 +85,7 @@ class _AsyncObject(_sync.SyncBase):
             sent["link"], sent["address"] = link, address
             on_wire.set()
 
-        inner = asyncio.ensure_future(transport.call(self.name, (args,), sock, on_sent=on_sent))
+        inner = asyncio.ensure_future(transport.call(self.name, (args,), sock, on_sent=on_sent, sync_ms=self.sync_ms))
         try:
             replies = await asyncio.shield(inner)
         except asyncio.CancelledError:
@@ -75,6 +96,12 @@ class _AsyncObject(_sync.SyncBase):
             raise
         except ReplyLost as lost:
             raise lost.cause
+        except NoSyncedReplicasError as unsynced:
+            undo = give_back(unsynced.reply) if give_back is not None else None
+            if undo is None:
+                return unsynced.reply
+            await self._give_back(undo, "an acquire no replica acknowledged")
+            raise
         return replies[0]
 
     async def _settle_cancelled(self, inner: "asyncio.Future[Any]", sent: Dict[str, Any], on_wire: asyncio.Event, give_back: GiveBack) -> None:
@@ -108,16 +135,19 @@ class _AsyncObject(_sync.SyncBase):
                         )
                         return
             try:
-                replies = await inner
+                reply = (await inner)[0]
             except asyncio.CancelledError:
                 if give_back is not None:
                     log.warning("a cancelled wait on %s was closed; a grant that raced it cannot be given back", self.name)
                 return
+            except NoSyncedReplicasError as unsynced:
+                reply = unsynced.reply
             except Exception as e:
                 log.warning("the cancelled wait on %s ended without a reply: %r", self.name, getattr(e, "cause", e))
                 return
-            if give_back is not None:
-                await give_back(replies[0])
+            undo = give_back(reply) if give_back is not None else None
+            if undo is not None:
+                await self._give_back(undo, "a cancelled acquire")
         except Exception as e:
             log.warning("could not settle the cancelled wait on %s: %s", self.name, e)
 
@@ -139,13 +169,8 @@ class Semaphore(_AsyncObject):
         """As the sync `Semaphore.acquire`; cancelling the task gives back a racing grant."""
         block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
         args = SemaphoreArgs.acquire(self.name, permits, block_ms)
-
-        async def give_back(reply: Any) -> None:
-            if int(reply) == 1:
-                await self.release(permits)
-                log.info("gave back %d permit(s) of %s granted to a cancelled acquire", permits, self.name)
-
-        return int(await self._wait(args, sock, give_back)) == 1
+        undo = SemaphoreArgs.release(self.name, permits)
+        return int(await self._wait(args, sock, lambda r: undo if int(r) == 1 else None)) == 1
 
     async def release(self, permits: int = 1) -> int:
         return int(await self._once(SemaphoreArgs.release(self.name, permits)))
@@ -212,14 +237,7 @@ class PermitExpirableSemaphore(_AsyncObject):
         lease = self._lease(lease_ms)
         block_ms, sock = _sync.wait(blocking, timeout, self.command_timeout)
         args = PermitArgs.acquire(self.name, permits, lease, block_ms)
-
-        async def give_back(reply: Any) -> None:
-            ids = _sync.parse_ids(reply)
-            if ids:
-                await self.try_release(ids)
-                log.info("gave back permit(s) %s of %s granted to a cancelled acquire", ids, self.name)
-
-        return _sync.parse_ids(await self._wait(args, sock, give_back))
+        return _sync.parse_ids(await self._wait(args, sock, lambda r: PermitArgs.give_back(self.name, r)))
 
     async def try_release(self, ids: Ids) -> bool:
         wanted = _sync.id_list(ids)
@@ -233,7 +251,7 @@ class PermitExpirableSemaphore(_AsyncObject):
 
     async def update_lease(self, permit_id: str, lease_ms: int) -> bool:
         args = ("PSEMAPHORE.UPDATELEASE", self.name, _sync.id_list(permit_id)[0], _sync.non_negative(lease_ms, "lease_ms"))
-        return int(await self._read(args)) == 1
+        return int(await self._read(args, sync=True)) == 1
 
     async def available_permits(self) -> int:
         return int(await self._read(("PSEMAPHORE.AVAILABLE", self.name)))
@@ -261,9 +279,11 @@ class PermitExpirableSemaphore(_AsyncObject):
 
 
 class CountDownLatch(_AsyncObject):
-    """As the sync `redis_lockmod.CountDownLatch` (Redisson's ``RCountDownLatch``)."""
+    """As the sync `redis_lockmod.CountDownLatch` (Redisson's ``RCountDownLatch``); its changes
+    wait for no replica."""
 
     _what = "count-down latch"
+    _syncs = False
 
     async def try_set_count(self, count: int) -> bool:
         return int(await self._once(("COUNTDOWN.TRYSETCOUNT", self.name, _sync.non_negative(count, "count")))) == 1
