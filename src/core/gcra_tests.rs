@@ -22,8 +22,11 @@ fn five(v: &Verdict) -> (bool, i64, i64, i64, i64) {
     (v.limited, v.limit, v.remaining, v.retry_after, v.reset_after)
 }
 
-/// Runs `steps` (ms after T0, tokens, expected reply) on one GCRA key through the store.
-fn run_gcra(max_burst: &str, per_period: &str, period: f64, steps: &[(i64, i64, (bool, i64, i64, i64, i64))]) {
+/// One GCRA step: (ms after T0, tokens, (limited, limit, remaining, retry s, reset s)).
+type GcraStep = (i64, i64, (bool, i64, i64, i64, i64));
+
+/// Runs `steps` on one GCRA key through the store.
+fn run_gcra(max_burst: &str, per_period: &str, period: f64, steps: &[GcraStep]) {
     let mut s = MemoryStore::at(T0_MS);
     for (i, (at, tokens, want)) in steps.iter().enumerate() {
         s.now = T0_MS + at;
