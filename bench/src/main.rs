@@ -148,6 +148,9 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// One part of the run.
+type Part = fn(&mut Bench) -> Res<()>;
+
 fn run() -> Res<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut quick = false;
@@ -188,7 +191,7 @@ fn run() -> Res<()> {
 
     let started = std::time::Instant::now();
     // (number, part): numbers are the report's section numbers (10 is the rate limiter's).
-    let parts: [(u32, fn(&mut Bench) -> Res<()>); 10] = [
+    let parts: [(u32, Part); 10] = [
         (1, part1::run),
         (2, part2::run),
         (3, part3::run),
