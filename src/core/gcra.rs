@@ -179,7 +179,8 @@ impl Limiter for Gcra {
         let diff = now_w - (i128::from(new_tat) - i128::from(variance));
         let (limited, ttl) = if diff < 0 { (true, tat_w - now_w) } else { (false, i128::from(new_tat) - now_w) };
         let next = i128::from(variance) - ttl;
-        let remaining = if next > -emission_w { (next / emission_w) as i64 } else { 0 };
+        // Within i64 (the new TAT fits, so burst + now does), but saturated, never wrapped.
+        let remaining = if next > -emission_w { i64::try_from(next / emission_w).unwrap_or(i64::MAX) } else { 0 };
         // A cost above the whole burst can never succeed: no retry time then.
         let retry_after = if limited && increment <= variance { ceil_seconds(-diff) } else { -1 };
         Ok(Verdict {
