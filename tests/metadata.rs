@@ -53,6 +53,9 @@ fn example(name: &str) -> Vec<&'static str> {
         "PSEMAPHORE.RELEASE" => vec!["k", "ab"],
         "PSEMAPHORE.ACQUIRE" => vec!["k", "1", "1000"],
         "PSEMAPHORE.UPDATELEASE" => vec!["k", "ab", "1000"],
+        // GCRA and CL.THROTTLE (issue 30).
+        "GCRA" => vec!["k", "1", "1", "0.5"],
+        "CL.THROTTLE" => vec!["k", "1", "1", "60"],
         _ => vec!["k", "o", "1000"],
     }
 }
@@ -146,6 +149,8 @@ fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
         ("FAIRLOCK.CANCEL", 4, &["RO"]),
         ("FAIRLOCK.RENEW", 4, &["RW", "update"]),
         ("FAIRLOCK.FORCEUNLOCK", 2, &["RM", "delete"]),
+        ("GCRA", -5, &["RW", "access", "update"]),
+        ("CL.THROTTLE", -5, &["RW", "access", "update"]),
     ];
     for &(name, arity, want) in expect {
         let info = list(&ok(&mut c, &["COMMAND", "INFO", name]));

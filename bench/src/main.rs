@@ -1,8 +1,9 @@
 //! The benchmark driver behind `make bench` and `make bench-quick` (issue 10).
 //!
-//! It starts a `redis-server` with the module and a second one without it, runs the nine parts
+//! It starts a `redis-server` with the module and a second one without it, runs the parts
 //! (server cost per call, scaling with N, throughput, contended hand-off, memory, Redisson's own
-//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers), prints the tables on stdout and
+//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers, and 11:
+//! GCRA and CL.THROTTLE against redis-cell built in the run), prints the tables on stdout and
 //! progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
 //! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
@@ -15,6 +16,8 @@ mod chart;
 #[allow(dead_code)]
 mod names;
 mod part1;
+mod part11;
+mod part11_cell;
 mod part2;
 mod part3;
 mod part4;
@@ -145,6 +148,9 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// One part of the run.
+type Part = fn(&mut Bench) -> Res<()>;
+
 fn run() -> Res<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut quick = false;
@@ -184,10 +190,21 @@ fn run() -> Res<()> {
         Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone(), binary: binary.clone() };
 
     let started = std::time::Instant::now();
-    let parts: [fn(&mut Bench) -> Res<()>; 9] =
-        [part1::run, part2::run, part3::run, part4::run, part5::run, part6::run, part7::run, part8::run, part9::run];
-    for (i, part) in parts.iter().enumerate() {
-        if only.as_ref().is_none_or(|o| o.contains(&(i as u32 + 1))) {
+    // (number, part): numbers are the report's section numbers (10 is the rate limiter's).
+    let parts: [(u32, Part); 10] = [
+        (1, part1::run),
+        (2, part2::run),
+        (3, part3::run),
+        (4, part4::run),
+        (5, part5::run),
+        (6, part6::run),
+        (7, part7::run),
+        (8, part8::run),
+        (9, part9::run),
+        (11, part11::run),
+    ];
+    for (n, part) in parts {
+        if only.as_ref().is_none_or(|o| o.contains(&n)) {
             part(&mut b)?;
         }
     }

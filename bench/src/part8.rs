@@ -138,7 +138,7 @@ fn instructions(b: &Bench, floor: &Path, rounds: usize, n: usize) -> Res<Vec<Opt
 
 /// The module's path, as the module server reports it (`MODULE LIST`: the `path` field of
 /// the `lockmod` entry).
-fn module_path(b: &Bench) -> Res<PathBuf> {
+pub fn module_path(b: &Bench) -> Res<PathBuf> {
     use redis::Value as V;
     let text = |v: &V| match v {
         V::BulkString(b) => String::from_utf8_lossy(b).into_owned(),

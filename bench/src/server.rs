@@ -33,6 +33,16 @@ impl Server {
     /// Starts a server run by `wrapper` (a command line the server's own is appended to, e.g.
     /// `valgrind --tool=callgrind ...`); an empty wrapper runs the server directly.
     pub fn start_under(wrapper: &[String], binary: &str, module: Option<&Path>, tag: &str) -> Res<Server> {
+        Server::spawn(wrapper, binary, module, tag, &[])
+    }
+
+    /// Starts a server with configuration arguments of its own after the usual ones (a second
+    /// `--loadmodule`, `--replicaof host port`, `--appendonly yes`).
+    pub fn start_with(binary: &str, module: Option<&Path>, tag: &str, extra: &[&str]) -> Res<Server> {
+        Server::spawn(&[], binary, module, tag, extra)
+    }
+
+    fn spawn(wrapper: &[String], binary: &str, module: Option<&Path>, tag: &str, extra: &[&str]) -> Res<Server> {
         let mut last = String::new();
         for attempt in 0..5 {
             let port = free_port()?;
@@ -56,6 +66,7 @@ impl Server {
             if let Some(m) = module {
                 cmd.arg("--loadmodule").arg(m);
             }
+            cmd.args(extra);
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let child = cmd.spawn().map_err(|e| format!("cannot start {binary} (run scripts/install-deps.sh): {e}"))?;
             let mut s = Server { port, module: module.is_some(), child, dir };

@@ -23,6 +23,8 @@ pub enum Expect {
     /// RFencedLock's grant: `[-1, token]` with token > 0.
     Granted,
     Ok,
+    /// `GCRA` or `CL.THROTTLE`: five integers, the first 1 when limited (true), 0 when not.
+    Limited(bool),
 }
 
 impl Expect {
@@ -35,6 +37,9 @@ impl Expect {
             (Expect::Granted, V::Array(a)) => matches!(a.as_slice(), [V::Int(-1), V::Int(t)] if *t > 0),
             (Expect::Ok, V::Okay) => true,
             (Expect::Ok, V::SimpleString(s)) => s == "OK",
+            (Expect::Limited(l), V::Array(a)) => {
+                a.len() == 5 && a.iter().all(|x| matches!(x, V::Int(_))) && a[0] == V::Int(i64::from(l))
+            }
             _ => false,
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod countdown;
 pub mod fair;
+pub mod gcra;
 pub mod holds;
 pub mod info;
 pub mod lock;

@@ -36,6 +36,9 @@ pub enum LockError {
     NoPerm(Denied, Vec<u8>),
     /// Not an error: the client was parked and will be answered later.
     Blocked,
+    /// Any other bad input or state, as the line after `ERR ` (GCRA's and CL.THROTTLE's, whose
+    /// wording follows the commands they stand in for).
+    Invalid(&'static str),
 }
 
 /// What a `NOPERM` names.
@@ -94,6 +97,7 @@ impl fmt::Display for LockError {
             }
             LockError::NoPerm(Denied::User, n) => write!(f, "NOPERM The user '{}' no longer exists", shown(n)),
             LockError::Blocked => f.write_str("ERR client blocked"),
+            LockError::Invalid(text) => write!(f, "ERR {text}"),
         }
     }
 }

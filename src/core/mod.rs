@@ -17,6 +17,7 @@ pub mod countdown;
 pub mod error;
 pub mod fair;
 pub mod fencing;
+pub mod gcra;
 pub mod hold_expiries;
 pub mod holds;
 pub mod info;

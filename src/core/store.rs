@@ -19,6 +19,10 @@ pub const TTL_PERSISTENT: i64 = -1;
 pub trait Store {
     /// The server's clock in ms, read once per command.
     fn now(&self) -> i64;
+    /// The same reading in microseconds, where the server keeps them (7.2+); else `now() * 1000`.
+    fn now_us(&self) -> i64 {
+        self.now().saturating_mul(1000)
+    }
 
     // -- access --------------------------------------------------------------------------------
     /// True when the caller's ACL may deny a derived key or channel: only then are the names

@@ -15,6 +15,17 @@ impl Store for RedisStore<'_> {
         self.now
     }
 
+    fn now_us(&self) -> i64 {
+        // The cached reading of this command, if `now` was taken from it (a store made for a
+        // timer keeps the ms it was given).
+        let us = crate::ffi::Ctx::cached_us();
+        if us.div_euclid(1000) == self.now {
+            us
+        } else {
+            self.now.saturating_mul(1000)
+        }
+    }
+
     fn restricted(&mut self) -> bool {
         self.access.restricted(&self.ctx)
     }

@@ -201,28 +201,6 @@ pub fn user_names(ctx: &Ctx) -> Option<Vec<Vec<u8>>> {
 /// by its name, so a server that renamed either (`rename-command`) must not be trusted to
 /// show them.
 pub fn acl_and_exec_named(ctx: &Ctx) -> bool {
-    // SAFETY: live context; "ccc" takes three NUL-terminated strings; the reply, and the
-    // elements borrowed from it, are read before it is freed here.
-    unsafe {
-        let reply = api!(RedisModule_Call)(
-            ctx.0,
-            c"COMMAND".as_ptr(),
-            c"ccc".as_ptr(),
-            c"INFO".as_ptr(),
-            c"acl".as_ptr(),
-            c"exec".as_ptr(),
-        );
-        if reply.is_null() {
-            return false;
-        }
-        let array = |r| api!(RedisModule_CallReplyType)(r) == raw::REDISMODULE_REPLY_ARRAY as c_int;
-        let named = array(reply)
-            && api!(RedisModule_CallReplyLength)(reply) == 2
-            && (0..2).all(|i| {
-                let e = api!(RedisModule_CallReplyArrayElement)(reply, i);
-                !e.is_null() && array(e)
-            });
-        api!(RedisModule_FreeCallReply)(reply);
-        named
-    }
+    use super::lookup::server_has_command;
+    server_has_command(ctx, c"acl") == Some(true) && server_has_command(ctx, c"exec") == Some(true)
 }

@@ -121,6 +121,8 @@ needed_apis!(
     RedisModule_CallReplyInteger,
     // Permit ids of the expirable semaphore (random.rs).
     RedisModule_GetRandomBytes,
+    // GCRA's period, read as the server reads a float (args.rs).
+    RedisModule_StringToDouble,
 );
 
 // Test code only (compiled under cfg(test)): an unwrap, expect or panic here is a failed test,

@@ -53,6 +53,15 @@ impl<'a> Args<'a> {
         self.argv.get(i).map(|&ptr| StrRef { ptr, _life: std::marker::PhantomData })
     }
 
+    /// Argument `i` read as the server reads a float (`RM_StringToDouble`, Redis'
+    /// `getDoubleFromObject`: no spaces, no NaN, no overflow); None when it is not one.
+    pub fn double(&self, i: usize) -> Option<f64> {
+        let s = *self.argv.get(i)?;
+        let mut d = 0.0f64;
+        // SAFETY: `s` is a live argument string and `d` a valid place for the result.
+        (unsafe { api!(RedisModule_StringToDouble)(s, &mut d) } == OK).then_some(d)
+    }
+
     /// The index of the argument whose own buffer `b` is (pointer identity, not equality).
     /// Lets the store hand Redis its own argv strings instead of allocating copies.
     pub fn index_of(&self, b: &[u8]) -> Option<usize> {

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod cluster;
 pub mod diff;
+pub mod gcra;
 pub mod names;
 pub mod parked;
 pub mod redisson;
