@@ -30,6 +30,8 @@ pub struct MemoryStore {
     pub checked: Vec<crate::core::access::Need>,
     /// What `over_maxmemory` answers.
     pub oom: bool,
+    /// The rate limiter's remembered totals: zset key -> (total, the zset as it was then).
+    pub rate_totals: HashMap<Vec<u8>, (u64, BTreeMap<Vec<u8>, f64>)>,
 }
 
 impl MemoryStore {

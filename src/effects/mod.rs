@@ -27,6 +27,7 @@ use crate::watch::hold_index;
 mod collections;
 mod counters;
 mod keys;
+pub mod rate_windows;
 mod read_holds;
 pub mod served;
 pub mod stats;

@@ -188,6 +188,60 @@ impl Key {
         }
     }
 
+    /// [`Key::zset_walk`] from the highest score down (ties by member, last first).
+    pub fn zset_walk_rev(&self, min: f64, max: f64, mut f: impl FnMut(&[u8], f64) -> bool) {
+        if self.ptr.is_null() || self.kind() != KeyKind::Zset || min > max {
+            return;
+        }
+        // SAFETY: an inclusive score-range iterator from its last element, stopped before
+        // returning; each element is a new string we own, wrapped in an `RStr` (freed on drop)
+        // before `f` sees its bytes. The key is not modified while the iterator is open.
+        unsafe {
+            if api!(RedisModule_ZsetLastInScoreRange)(self.ptr, min, max, 0, 0) != OK {
+                return;
+            }
+            while api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 {
+                let mut score = 0f64;
+                let m = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
+                if m.is_null() {
+                    break;
+                }
+                let member = RStr { ctx: self.ctx, ptr: m };
+                if !f(member.bytes(), score) || api!(RedisModule_ZsetRangePrev)(self.ptr) == 0 {
+                    break;
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(self.ptr);
+        }
+    }
+
+    /// The members with `min <= score <= max` as module strings, lowest score first.
+    pub fn zset_members_in(&self, min: f64, max: f64) -> Vec<RStr> {
+        let mut out = Vec::new();
+        if self.ptr.is_null() || self.kind() != KeyKind::Zset || min > max {
+            return out;
+        }
+        // SAFETY: as `zset_walk`; the strings are kept (owned `RStr`s), not borrowed.
+        unsafe {
+            if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, min, max, 0, 0) != OK {
+                return out;
+            }
+            while api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 {
+                let mut score = 0f64;
+                let m = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
+                if m.is_null() {
+                    break;
+                }
+                out.push(RStr { ctx: self.ctx, ptr: m });
+                if api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
+                    break;
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(self.ptr);
+        }
+        out
+    }
+
     /// Every (member, score) of a zset, lowest score first.
     pub fn zset_all(&self) -> Vec<(Vec<u8>, f64)> {
         self.zset_entries().into_iter().map(|(m, score)| (m.bytes().to_vec(), score)).collect()
