@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod diff;
 pub mod names;
 pub mod parked;
+pub mod ratelimiter;
 pub mod redisson;
 pub mod redisson_calls;
 pub mod sync_calls;
