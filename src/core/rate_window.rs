@@ -169,8 +169,9 @@ pub fn take_newest<S: RateStore>(s: &mut S, z: &[u8], amount: i128) -> Result<i1
     s.zset_rem_many(z, &refs);
     if let Some((m, score, rest)) = partial {
         let random = unpack(&m).map_or(&[][..], |(r, _)| r).to_vec();
-        s.zset_rem(z, &m);
+        // Added before the old one goes, so the zset (and its TTL) never vanishes between.
         s.zset_add(z, &pack(&random, rest), score);
+        s.zset_rem(z, &m);
     }
     Ok(amount - left)
 }
@@ -200,8 +201,8 @@ pub fn add_grant<S: RateStore>(s: &mut S, z: &[u8], now: i64, permits: u32, gran
             let (random, had) = unpack(&m).ok_or(LockError::BadGrant)?;
             if let Some(sum) = had.checked_add(permits) {
                 let merged = pack(random, sum);
-                s.zset_rem(z, &m);
                 s.zset_add(z, &merged, at);
+                s.zset_rem(z, &m);
                 return Ok(true);
             }
         }
