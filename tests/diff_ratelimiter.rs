@@ -85,8 +85,8 @@ const TTL_BLOCK: &str = "local k = redis.call('hget', KEYS[1], 'keepAliveTime');
     redis.call('pexpire', KEYS[3], t); end; end; return 0";
 
 struct Run {
-    lua: Server,
-    nat: Server,
+    /// The servers, kept alive (killed on drop) for the run's connections.
+    _servers: (Server, Server),
     lc: redis::Connection,
     nc: redis::Connection,
     rng: SmallRng,
@@ -236,7 +236,8 @@ fn run_group(scripts: &common::redisson::Scripts, g: &Group, seed: u64, steps: u
     rl::load_on(&mut nc, scripts);
     let mut rng = SmallRng::seed_from_u64(seed);
     let per_client = rng.gen_bool(0.4);
-    let mut r = Run { lua, nat, lc, nc, rng, now: 1_000_000_000, per_client, rate: 1, interval: 100, steps: 0 };
+    let mut r =
+        Run { _servers: (lua, nat), lc, nc, rng, now: 1_000_000_000, per_client, rate: 1, interval: 100, steps: 0 };
     let mode = |pc: bool| if pc { "PER_CLIENT" } else { "OVERALL" };
     // Uninitialized: both refuse.
     let argv = [b(1), b(r.now), vec![7u8; 16]];

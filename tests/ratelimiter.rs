@@ -266,6 +266,7 @@ fn bad_input_gets_an_error_and_writes_nothing() {
     for (args, want) in cases {
         assert_eq!(call(&mut c, args), Err(want.to_string()), "{args:?}");
     }
+    assert_eq!(snapshot(&mut c), before, "an error writes nothing");
     // A malformed grant (not struct.pack('Bc0I')) is found before anything is written.
     ok(&mut c, &["ZADD", "{r}:permits", &now(1), "\x10ab"]);
     let before = snapshot(&mut c);

@@ -26,6 +26,7 @@ pub mod names;
 pub mod numbers;
 pub mod permits;
 pub mod rate_info;
+pub mod rate_settings;
 pub mod rate_window;
 pub mod ratelimiter;
 pub mod reentrant;

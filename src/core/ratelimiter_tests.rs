@@ -5,12 +5,12 @@ use crate::core::memory::MemoryStore;
 use crate::core::rate_window::{pack, unpack};
 use crate::core::store::{Store, SyncStore};
 
-const T0: i64 = 1_700_000_000_000;
+pub(crate) const T0: i64 = 1_700_000_000_000;
 const R16: &[u8; 16] = b"0123456789abcdef";
 
 /// Fresh random bytes per grant, as the module draws them: a member re-made by a release
 /// (same random, fewer permits) must not collide with another grant's.
-fn fresh() -> &'static [u8] {
+pub(crate) fn fresh() -> &'static [u8] {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let mut r = *R16;
@@ -18,23 +18,23 @@ fn fresh() -> &'static [u8] {
     Box::leak(Box::new(r))
 }
 
-fn native() -> Grant<'static> {
+pub(crate) fn native() -> Grant<'static> {
     Grant { random: fresh(), fold: true }
 }
 
-fn overall(rate: i64, interval: i64) -> Settings {
+pub(crate) fn overall(rate: i64, interval: i64) -> Settings {
     Settings { mode: Mode::Overall, rate, interval, keep_alive: 0 }
 }
 
 /// A store at `T0` with limiter `r` set to `rate` per `interval` (overall).
-fn limiter(rate: i64, interval: i64) -> MemoryStore {
+pub(crate) fn limiter(rate: i64, interval: i64) -> MemoryStore {
     let mut s = MemoryStore::at(T0);
     assert_eq!(try_set_rate(&mut s, b"r", &overall(rate, interval)), Ok(true));
     s
 }
 
 /// The grant zset as (score, permits), lowest first.
-fn grants(s: &mut MemoryStore, key: &str) -> Vec<(i64, u32)> {
+pub(crate) fn grants(s: &mut MemoryStore, key: &str) -> Vec<(i64, u32)> {
     let mut v: Vec<(i64, u32)> = s
         .zset_all(key.as_bytes())
         .unwrap()
@@ -45,26 +45,12 @@ fn grants(s: &mut MemoryStore, key: &str) -> Vec<(i64, u32)> {
     v
 }
 
-fn value(s: &mut MemoryStore, key: &str) -> Option<i64> {
+pub(crate) fn value(s: &mut MemoryStore, key: &str) -> Option<i64> {
     s.get_int(key.as_bytes()).unwrap()
 }
 
-fn take(s: &mut MemoryStore, permits: i64, now: i64) -> Acquire {
+pub(crate) fn take(s: &mut MemoryStore, permits: i64, now: i64) -> Acquire {
     acquire(s, b"r", None, permits, now, native(), false).unwrap()
-}
-
-#[test]
-fn try_set_rate_writes_redissons_four_fields_once() {
-    let mut s = MemoryStore::at(T0);
-    let set = Settings { mode: Mode::PerClient, rate: 10, interval: 1_000, keep_alive: 5_000 };
-    assert_eq!(try_set_rate(&mut s, b"r", &set), Ok(true));
-    let mut h = s.hash("r");
-    h.sort();
-    let want = [("interval", "1000"), ("keepAliveTime", "5000"), ("rate", "10"), ("type", "1")];
-    assert_eq!(h, want.map(|(a, b)| (a.to_string(), b.to_string())));
-    assert_eq!(s.pttl(b"r"), 5_000);
-    assert_eq!(try_set_rate(&mut s, b"r", &overall(3, 10)), Ok(false));
-    assert_eq!(config(&mut s, b"r").unwrap().rate, 10);
 }
 
 #[test]
@@ -194,24 +180,11 @@ fn redisson_releases_between_module_calls_are_folded_each_time() {
     assert_eq!(available(&mut s, b"r", None, T0 + 900), Ok(10));
 }
 
-#[test]
-fn a_lowered_rate_is_not_overcome_by_expiries_it_already_counted() {
-    let mut s = limiter(10, 1_000);
-    for i in 0..8 {
-        take(&mut s, 1, T0 + i);
-    }
-    let lower = Settings { rate: 5, ..overall(5, 1_000) };
-    assert_eq!(set_rate(&mut s, b"r", &lower, None, true, false, T0 + 10), Ok(true));
-    assert_eq!(value(&mut s, "{r}:value"), Some(0));
-    // Three of the eight leave the window: five are still live, the rate is five.
-    assert_eq!(available(&mut s, b"r", None, T0 + 1_002), Ok(0));
-    assert!(matches!(take(&mut s, 1, T0 + 1_002), Acquire::Wait(_)));
-    // Six gone, two live: three of the five.
-    assert_eq!(available(&mut s, b"r", None, T0 + 1_005), Ok(3));
-}
+/// A value key (None: absent), grants (ms after T0, permits), what is available.
+type OddValue = (Option<&'static str>, &'static [(i64, u32)], i64);
 
 #[rustfmt::skip]
-const ODD_VALUES: &[(Option<&str>, &[(i64, u32)], i64)] = &[
+const ODD_VALUES: &[OddValue] = &[
     // value key, grants (ms after T0, permits), available at T0 + 10 (rate 10 per 1,000 ms)
     (Some("3"),  &[],             10), // Redisson: nil arithmetic error on the refusal
     (Some("2"),  &[(0, 3)],        7), // lower than the window explains: recomputed
@@ -265,28 +238,6 @@ fn per_client_states_are_apart_and_need_a_client() {
     assert_eq!(value(&mut s, "{r}:value:a"), Some(0));
     assert_eq!(value(&mut s, "{r}:value:b"), Some(0));
     assert_eq!(state_key(&mut s, b"r", Some(b"a")), Ok(b"{r}:value:a".to_vec()));
-}
-
-#[test]
-fn set_rate_resets_keeps_or_changes_type_as_redissons_set_or_update() {
-    let mut s = limiter(10, 1_000);
-    take(&mut s, 4, T0);
-    assert_eq!(set_rate(&mut s, b"r", &overall(20, 1_000), None, true, false, T0 + 1), Ok(true));
-    assert_eq!(value(&mut s, "{r}:value"), Some(16), "KEEPSTATE: the window stays, the value is recomputed");
-    assert_eq!(grants(&mut s, "{r}:permits"), [(T0, 4)]);
-    assert_eq!(set_rate(&mut s, b"r", &overall(20, 1_000), None, false, false, T0 + 2), Ok(true));
-    assert_eq!(value(&mut s, "{r}:value"), None);
-    assert!(grants(&mut s, "{r}:permits").is_empty());
-    take(&mut s, 1, T0 + 3);
-    acquire(&mut s, b"r", Some(b"c"), 1, T0 + 3, native(), false).unwrap();
-    let per = Settings { mode: Mode::PerClient, ..overall(20, 1_000) };
-    assert_eq!(set_rate(&mut s, b"r", &per, Some(b"c"), true, false, T0 + 4), Ok(true));
-    assert!(
-        s.get(b"{r}:value").unwrap().is_none() && s.get(b"{r}:value:c").unwrap().is_none(),
-        "a new type drops both"
-    );
-    assert_eq!(set_rate(&mut s, b"none", &per, None, false, true, T0), Ok(false), "XX on an absent limiter");
-    assert!(!s.exists(b"none"));
 }
 
 #[test]
