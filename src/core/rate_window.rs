@@ -96,6 +96,14 @@ pub fn scan<S: RateStore>(s: &mut S, z: &[u8], now: i64, interval: i64) -> Resul
     let threshold = now.saturating_sub(interval);
     // Also type-checks `z` before the store's remembered total is trusted.
     let members = s.zset_len(z)?;
+    if members > WHOLE && newest(s, z)?.is_some_and(|t| t <= threshold as f64) {
+        // The whole window left (a quiet spell longer than the interval): with the total
+        // known, nothing need be walked, and [`drop_expired`] drops the zset whole.
+        if let Some(t) = s.known_total(z) {
+            let total = i128::from(t);
+            return Ok(Window { total, expired: total, expired_members: members, threshold });
+        }
+    }
     let (expired, expired_members) = sum(s, z, f64::NEG_INFINITY, threshold as f64)?;
     let total = match (members, s.known_total(z)) {
         (0, _) => 0,
@@ -128,9 +136,27 @@ pub fn oldest_live<S: RateStore>(s: &mut S, z: &[u8], threshold: i64) -> Result<
     Ok(first)
 }
 
-/// Removes the expired members (`ZREMRANGEBYSCORE z -inf threshold`), if any.
+/// Beyond this many members, a window that left whole is deleted (`DEL`, one free of the
+/// zset) rather than removed member by member (`ZREMRANGEBYSCORE`, which Redisson's bodies
+/// use, and whose events a small window keeps).
+pub const WHOLE: usize = 64;
+
+/// The highest score in `z`, if any.
+fn newest<S: RateStore>(s: &mut S, z: &[u8]) -> Result<Option<f64>> {
+    let mut last = None;
+    s.zset_scan_rev(z, f64::NEG_INFINITY, f64::INFINITY, &mut |_, score| {
+        last = Some(score);
+        false
+    })?;
+    Ok(last)
+}
+
+/// Removes the expired members (`ZREMRANGEBYSCORE z -inf threshold`), if any; a large zset
+/// whose every member expired goes with `DEL`.
 pub fn drop_expired<S: RateStore>(s: &mut S, z: &[u8], w: &Window) {
-    if w.expired_members > 0 {
+    if w.expired_members > WHOLE && w.expired == w.total && s.zset_len(z).is_ok_and(|n| n == w.expired_members) {
+        s.del(z);
+    } else if w.expired_members > 0 {
         s.zset_rem_range(z, f64::NEG_INFINITY, w.threshold as f64);
     }
 }

@@ -375,3 +375,22 @@ fn random_calls_follow_the_model_of_the_window() {
         assert!(z.len() as i64 <= interval);
     }
 }
+
+#[test]
+fn a_window_that_left_whole_is_dropped_whole() {
+    let mut s = limiter(1_000, 100);
+    for i in 0..100 {
+        assert_eq!(take(&mut s, 2, T0 + i), Acquire::Granted);
+    }
+    assert_eq!(grants(&mut s, "{r}:permits").len(), 100);
+    assert_eq!(available(&mut s, b"r", None, T0 + 5_000), Ok(1_000));
+    assert!(!s.exists(b"{r}:permits"));
+    assert_eq!(value(&mut s, "{r}:value"), Some(1_000));
+    // Not known (summed by someone else): walked, and dropped the same way.
+    for i in 0..100 {
+        take(&mut s, 1, T0 + 6_000 + i);
+    }
+    s.rate_totals.clear();
+    assert_eq!(take(&mut s, 3, T0 + 9_000), Acquire::Granted);
+    assert_eq!(grants(&mut s, "{r}:permits"), [(T0 + 9_000, 3)]);
+}
