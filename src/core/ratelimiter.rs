@@ -150,11 +150,16 @@ impl Look {
         (i128::from(self.config.rate) - self.live()).clamp(0, i128::from(i64::MAX)) as i64
     }
 
-    /// A state Redisson's clients make by acquiring alone: a value that is exactly
-    /// `rate - S`. Here every body since 3.17 answers what this module answers (the count, a
-    /// grant, the wait), and only the members differ (the module folds a millisecond's grants).
+    /// A state Redisson's clients make by acquiring alone: a value that is exactly `rate - S`
+    /// (`S` at most the rate), or no value and no grant (a new window). Here every body since
+    /// 3.17 answers what this module answers (the count, a grant, the wait), and only the
+    /// members differ (the module folds a millisecond's grants).
     pub fn ordinary(&self) -> bool {
-        self.value.is_some() && self.excess() == 0 && self.window.total <= i128::from(self.config.rate)
+        let fits = self.window.total <= i128::from(self.config.rate);
+        match self.value {
+            Some(_) => self.excess() == 0 && fits,
+            None => self.window.total == 0 && self.window.expired_members == 0,
+        }
     }
 }
 

@@ -394,3 +394,17 @@ fn a_window_that_left_whole_is_dropped_whole() {
     assert_eq!(take(&mut s, 3, T0 + 9_000), Acquire::Granted);
     assert_eq!(grants(&mut s, "{r}:permits"), [(T0 + 9_000, 3)]);
 }
+
+#[test]
+fn ordinary_states_are_those_redissons_acquires_make() {
+    let mut s = limiter(10, 1_000);
+    assert!(look(&mut s, b"r", None, T0).unwrap().ordinary(), "a new window");
+    take(&mut s, 4, T0);
+    assert!(look(&mut s, b"r", None, T0 + 5_000).unwrap().ordinary());
+    redisson_release(&mut s, "{r}:value", 1, 10);
+    assert!(!look(&mut s, b"r", None, T0 + 10).unwrap().ordinary(), "a release not taken off");
+    s.set(b"{r}:value", b"2");
+    assert!(!look(&mut s, b"r", None, T0 + 10).unwrap().ordinary(), "a low value");
+    s.del(b"{r}:value");
+    assert!(!look(&mut s, b"r", None, T0 + 10).unwrap().ordinary(), "grants without a value");
+}
