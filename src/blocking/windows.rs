@@ -3,6 +3,7 @@
 //! timer (`serve::arm_expiry`) is armed for the earlier of that moment and the key's own TTL,
 //! so each parked state has one timer, re-armed after every serve.
 
+use super::reclaim::in_db;
 use super::registry::with;
 use super::request::Request;
 use super::waiter::LockId;
@@ -26,21 +27,15 @@ fn front(id: &LockId) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
 /// ms, server clock). None for anything else, or a window with nothing live.
 pub(super) fn window_expiry(ctx: &Ctx, id: &LockId) -> Option<i64> {
     let (name, client) = front(id)?;
-    let previous = ctx.selected_db();
-    if previous != id.0 && !ctx.select_db(id.0) {
-        return None;
-    }
-    let args = Args::empty();
-    let now = Ctx::now_ms();
-    let mut store = RedisStore::at(ctx, &args, now);
-    // An error (the limiter deleted, a key of another type): no time to wait for; the poll or
-    // a write serves the waiters, who then get the error.
-    let at = ratelimiter::next_wake(&mut store, &name, client.as_deref(), now).ok().flatten();
-    drop(store);
-    if previous != id.0 {
-        ctx.select_db(previous);
-    }
-    at
+    in_db(ctx, id.0, || {
+        let args = Args::empty();
+        let now = Ctx::now_ms();
+        let mut store = RedisStore::at(ctx, &args, now);
+        // An error (the limiter deleted, a key of another type): no time to wait for; the
+        // poll or a write serves the waiters, who then get the error.
+        ratelimiter::next_wake(&mut store, &name, client.as_deref(), now).ok().flatten()
+    })
+    .flatten()
 }
 
 /// The keys besides `id`'s own (the state's value key) whose changes may let a parked rate

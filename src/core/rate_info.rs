@@ -5,7 +5,8 @@ use super::info::ParkedList;
 use super::rate_window::{self, unpack};
 use super::ratelimiter::{self, Mode};
 use super::store::RateStore;
-use super::{parse_i64, Reply, Result};
+use super::sync_info::parked_replies;
+use super::{Reply, Result};
 
 fn bulk(s: &str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec())
@@ -42,19 +43,7 @@ pub fn info<S: RateStore>(
     })?;
     let next = rate_window::oldest_live(s, z, l.window.threshold)?;
     let next = next.map_or(Reply::Nil, |t| Reply::Int((t as i64).saturating_add(c.interval).saturating_sub(now)));
-    let parked_shown = parked
-        .first
-        .iter()
-        .take(count)
-        .map(|p| {
-            Reply::Map(vec![
-                field("client", Reply::Int(p.client as i64)),
-                field("request", bulk(p.request)),
-                field("permits", Reply::Int(parse_i64(&p.owner).unwrap_or(0))),
-                field("waited_ms", Reply::Int(p.waited_ms)),
-            ])
-        })
-        .collect();
+    let parked_shown = parked_replies(&parked, count);
     let int = |n: i64| Reply::Int(n);
     let members = s.zset_len(z)?;
     Ok(Reply::Map(vec![
