@@ -227,3 +227,25 @@ fn a_grant_to_a_parked_client_reaches_the_replica_and_survives_a_reload() {
     let refused = call(&mut rc, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "1000"]);
     assert!(refused.is_err_and(|e| e.starts_with("READONLY")));
 }
+
+#[test]
+fn client_unblock_ends_a_wait_with_the_wait_or_an_error_and_the_next_waiter_moves_up() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "2", "600000");
+    for (how, want_err) in [("TIMEOUT", false), ("ERROR", true)] {
+        let mut w = s.conn();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w).expect("CLIENT ID");
+        let h = thread::spawn(move || call(&mut w, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "0"]));
+        wait_blocked(&mut c, 1);
+        assert_eq!(ok(&mut c, &["CLIENT", "UNBLOCK", &id.to_string(), how]), Value::Int(1));
+        match h.join().expect("thread") {
+            Ok(Value::Int(ms)) if !want_err => assert!(ms > 590_000, "{ms}"),
+            Err(e) if want_err => assert!(e.starts_with("UNBLOCKED"), "{e}"),
+            other => panic!("{how}: {other:?}"),
+        }
+        assert_eq!(info(&mut c, "ratelimiter_blocked_now"), 0);
+    }
+    // Nothing was taken by the waiters that left.
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
+    assert_eq!(grants(&mut c, "{r}:permits").iter().map(|g| g.1).sum::<u32>(), 2);
+}

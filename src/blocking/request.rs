@@ -280,7 +280,7 @@ pub(super) fn timeout_reply(ctx: &Ctx, req: &Request, who: &Who) -> Option<Reply
     let Request::RateLimit { name, client, permits, .. } = req else { return req.sync_refusal() };
     let args = Args::empty();
     let now = Ctx::now_ms();
-    let mut store = RedisStore::at(ctx, &args, now).for_waiter(who);
+    let mut store = RedisStore::at(ctx, &args, now).for_waiter(who).read_only();
     Some(match ratelimiter::wait(&mut store, name, client.as_deref(), *permits, now) {
         Ok(ms) => Reply::Int(ms),
         Err(e) => Reply::Error(e.in_command(req.command()).to_string()),

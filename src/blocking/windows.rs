@@ -30,7 +30,7 @@ pub(super) fn window_expiry(ctx: &Ctx, id: &LockId) -> Option<i64> {
     in_db(ctx, id.0, || {
         let args = Args::empty();
         let now = Ctx::now_ms();
-        let mut store = RedisStore::at(ctx, &args, now);
+        let mut store = RedisStore::at(ctx, &args, now).read_only();
         // An error (the limiter deleted, a key of another type): no time to wait for; the
         // poll or a write serves the waiters, who then get the error.
         ratelimiter::next_wake(&mut store, &name, client.as_deref(), now).ok().flatten()

@@ -111,6 +111,13 @@ impl<'a> RedisStore<'a> {
         self
     }
 
+    /// Opens keys for reading only: for the module's own looks outside a command (a parked
+    /// client's timeout, a wake-up time), which must not expire keys or write.
+    pub fn read_only(mut self) -> Self {
+        self.write = false;
+        self
+    }
+
     /// Checks this store's writes against the ACL of the user a parked client ran as.
     pub fn for_waiter(mut self, who: &Who) -> Self {
         self.access = Access::waiter(who);
