@@ -371,6 +371,10 @@ fn info_lockmod_counts_the_rate_limiter_and_sync_info_shows_its_state() {
         other => panic!("{other:?}"),
     }
     assert_eq!(call(&mut c, &["SYNC.INFO", "r", "CLIENT"]), Err("ERR syntax error".into()));
+    // A hash that is no rate limiter (a lock) is the wrong type, as before.
+    ok(&mut c, &["LOCK.ACQUIRE", "lock", "o", "60000"]);
+    let wrong = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    assert_eq!(call(&mut c, &["SYNC.INFO", "lock"]), Err(wrong.into()));
 }
 
 #[test]

@@ -22,7 +22,8 @@ pub fn sync_info(ctx: &Ctx, args: &Args) -> Result<Reply, LockError> {
     let (count, client) = parse_sync_options(args)?;
     let key = args.bytes(1);
     let mut store = RedisStore::reader(ctx, args);
-    if store.hash_len(key).is_ok_and(|n| n > 0) {
+    // A rate limiter is a hash with a `type`; a lock's hash goes on to WRONGTYPE below.
+    if store.hash_get(key, ratelimiter::TYPE).is_ok_and(|t| t.is_some()) {
         let state = ratelimiter::state_key(&mut store, key, client)?;
         let (first, total) = blocking::parked_on(ctx.selected_db(), &state, count);
         let now = Store::now(&store);
