@@ -343,6 +343,25 @@ fn a_replica_and_a_reload_have_the_same_limiter_with_the_same_absolute_times() {
 }
 
 #[test]
+fn the_aof_replays_to_the_same_limiter() {
+    let s = Server::start_with(true, &["--appendonly", "yes"]);
+    let mut c = s.conn();
+    ok(&mut c, &["RATELIMITER.TRYSETRATE", "r", "OVERALL", "4", "1000", "KEEPALIVE", "600000"]);
+    for i in 0..12 {
+        let _ = acquire(&mut c, "1", 150 * i);
+    }
+    ok(&mut c, &["RATELIMITER.RELEASE", "r", "2", "NOW", &now(1_700)]);
+    ok(
+        &mut c,
+        &["RATELIMITER.SETRATE", "r", "OVERALL", "3", "1000", "KEEPALIVE", "600000", "KEEPSTATE", "NOW", &now(1_800)],
+    );
+    let want = state(&mut c);
+    assert!(want.len() == 3, "{want:?}");
+    ok(&mut c, &["DEBUG", "LOADAOF"]);
+    assert_eq!(state(&mut c), want);
+}
+
+#[test]
 fn info_lockmod_counts_the_rate_limiter_and_sync_info_shows_its_state() {
     let s = Server::start();
     let mut c = limiter(&s, "3", "600000");
