@@ -335,3 +335,59 @@ fn ok_c(c: &mut impl ConnectionLike, args: &[&str]) -> Value {
     }
     cmd.query::<Value>(c).unwrap_or_else(|e| panic!("{args:?}: {}", error_line(e)))
 }
+
+/// The rate limiter (issue 30): limiters on all three primaries, each with its five keys (the
+/// client's too) in its name's slot; a call on another node is MOVED and writes nothing; a
+/// parked client is served by a release on its own primary.
+#[test]
+fn rate_limiters_keep_their_keys_in_their_names_slot_on_every_primary() {
+    let cluster = Cluster::start();
+    let via = cluster.ports[0];
+    let mut cc = cluster.client();
+    let mut used = BTreeSet::new();
+    for name in key_names("rl", 24) {
+        let primary = cluster.primary_for(&name, via);
+        used.insert(primary.port);
+        ok_c(&mut cc, &["RATELIMITER.TRYSETRATE", &name, "PER_CLIENT", "2", "60000"]);
+        assert_eq!(ok_c(&mut cc, &["RATELIMITER.ACQUIRE", &name, "2", "CLIENT", "c1"]), Value::Nil);
+        assert!(refused(&ok_c(&mut cc, &["RATELIMITER.ACQUIRE", &name, "1", "CLIENT", "c1"])));
+        let mut made = keys(&mut cluster.conn(primary.port));
+        ok_c(&mut cc, &["RATELIMITER.SETRATE", &name, "OVERALL", "3", "60000", "CLIENT", "c1"]);
+        assert_eq!(ok_c(&mut cc, &["RATELIMITER.ACQUIRE", &name, "1"]), Value::Nil);
+        made.extend(keys(&mut cluster.conn(primary.port)));
+        assert_eq!(ok_c(&mut cc, &["RATELIMITER.RELEASE", &name, "1"]), Value::Int(3));
+        // This limiter's keys (the hash, the client's value and grants, then the overall ones).
+        made.retain(|k| k.starts_with(&name) || k.starts_with(&format!("{{{name}}}")));
+        made.sort();
+        made.dedup();
+        assert_eq!(made.len(), 5, "{made:?}");
+        for k in made {
+            assert_eq!(cluster.keyslot(&k), cluster.keyslot(&name), "{k} is not in the slot of {name}");
+        }
+    }
+    assert_eq!(used.len(), 3, "the limiters cover all three primaries");
+    let name = "rl-moved";
+    let owner = cluster.primary_for(name, via);
+    let expected = format!("MOVED {} 127.0.0.1:{}", cluster.keyslot(name), owner.port);
+    for p in cluster.primaries(via).iter().filter(|p| p.port != owner.port) {
+        let mut c = cluster.conn(p.port);
+        for cmd in [
+            &["RATELIMITER.TRYSETRATE", name, "OVERALL", "1", "1000"][..],
+            &["RATELIMITER.ACQUIRE", name, "1", "BLOCK", "100"],
+            &["RATELIMITER.RELEASE", name, "1"],
+            &["SYNC.INFO", name],
+        ] {
+            assert_eq!(call(&mut c, cmd), Err(expected.clone()), "{cmd:?} on {}", p.port);
+        }
+    }
+    ok_c(&mut cc, &["RATELIMITER.TRYSETRATE", name, "OVERALL", "1", "600000"]);
+    ok_c(&mut cc, &["RATELIMITER.ACQUIRE", name, "1"]);
+    let mut waiter = cluster.client();
+    let w = std::thread::spawn(move || {
+        let r = redis::cmd("RATELIMITER.ACQUIRE").arg(name).arg(1).arg("BLOCK").arg(20000).query::<Value>(&mut waiter);
+        r.map_err(error_line)
+    });
+    common::parked::wait_blocked(&mut cluster.conn(owner.port), 1);
+    assert_eq!(ok_c(&mut cc, &["RATELIMITER.RELEASE", name, "1"]), Value::Int(1));
+    assert_eq!(w.join().expect("waiter"), Ok(Value::Nil));
+}

@@ -56,6 +56,10 @@ fn example(name: &str) -> Vec<&'static str> {
         // GCRA and CL.THROTTLE (issue 30).
         "GCRA" => vec!["k", "1", "1", "0.5"],
         "CL.THROTTLE" => vec!["k", "1", "1", "60"],
+        // The rate limiter (issue 30).
+        "RATELIMITER.TRYSETRATE" | "RATELIMITER.SETRATE" => vec!["k", "OVERALL", "10", "1000"],
+        "RATELIMITER.ACQUIRE" | "RATELIMITER.RELEASE" => vec!["k", "1"],
+        "RATELIMITER.AVAILABLE" => vec!["k"],
         _ => vec!["k", "o", "1000"],
     }
 }
@@ -76,9 +80,10 @@ fn every_registered_command_is_documented_with_summary_since_complexity_and_argu
         assert_eq!(text(&get(d, "since")), "0.1.0", "{name}");
         assert!(text(&get(d, "complexity")).starts_with("O("), "{name}");
         let args = list(&get(d, "arguments"));
-        // The locks' key is `key`, a synchronizer's `name` (issue 26's synopses).
+        // The locks' key is `key`, a synchronizer's and a rate limiter's `name` (issues 26, 30).
         let first = text(&get(&args[0], "name"));
-        let sync = ["SEMAPHORE.", "PSEMAPHORE.", "COUNTDOWN.", "SYNC."].iter().any(|p| name.starts_with(p));
+        let sync =
+            ["SEMAPHORE.", "PSEMAPHORE.", "COUNTDOWN.", "SYNC.", "RATELIMITER."].iter().any(|p| name.starts_with(p));
         assert_eq!(first, if sync { "name" } else { "key" }, "{name}");
         assert_eq!(text(&get(&args[0], "type")), "key", "{name}");
     }
@@ -151,6 +156,11 @@ fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
         ("FAIRLOCK.FORCEUNLOCK", 2, &["RM", "delete"]),
         ("GCRA", -5, &["RW", "access", "update"]),
         ("CL.THROTTLE", -5, &["RW", "access", "update"]),
+        ("RATELIMITER.TRYSETRATE", -5, &["RW", "access", "update"]),
+        ("RATELIMITER.SETRATE", -5, &["RW", "access", "update"]),
+        ("RATELIMITER.ACQUIRE", -3, &["RW", "access", "update"]),
+        ("RATELIMITER.AVAILABLE", -2, &["RW", "access", "update"]),
+        ("RATELIMITER.RELEASE", -3, &["RW", "access", "update"]),
     ];
     for &(name, arity, want) in expect {
         let info = list(&ok(&mut c, &["COMMAND", "INFO", name]));

@@ -14,7 +14,7 @@ use crate::ffi::{Args, Ctx};
 
 use super::changes::changed;
 use super::registry::with;
-use super::request::{attempt_for_waiter, Attempt};
+use super::request::{attempt_for_waiter, timeout_reply, Attempt};
 use super::serve::{arm_expiry, queue};
 use super::waiter::LockId;
 use super::waiters::{self, Waiters};
@@ -56,7 +56,7 @@ fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
     let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
-    if let Some(reply) = w.req.sync_refusal() {
+    if let Some(reply) = timeout_reply(ctx, &w.req, &w.who) {
         w.bc.unblock(None);
         left(ctx, id, &w.req);
         return reply;

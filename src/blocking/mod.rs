@@ -31,7 +31,8 @@
 //! client), `callbacks` (timeouts, disconnects, flushes, demotion), `changes` (noticing
 //! changes reported by name), `timers` (what a timer does when it fires), `fair_waiters`
 //! (keeping parked fair waiters' places), `serve` (granting, the expiry and pending timers),
-//! `poll` (noticing changes nothing reports), `priority`, `fair_queue`, `paused`, `request`
+//! `poll` (noticing changes nothing reports), `windows` (a rate limiter's next grant
+//! leaving its window), `priority`, `fair_queue`, `paused`, `request`
 //! (what a client asks, one try at it), `registry` (who is parked where), `waiters`, `waiter`
 //! (the types). No file imports one above it.
 //!
@@ -53,6 +54,7 @@ mod serve;
 mod timers;
 mod waiter;
 mod waiters;
+mod windows;
 
 pub use crate::core::rwlock::Writers;
 pub use crate::effects::served::{any_parked, ServedBy};
@@ -61,6 +63,6 @@ pub use callbacks::{on_demoted, on_flush, register, DEMOTED};
 pub use changes::{changed, name_changed, on_key_gone, recheck_all};
 pub use park::park;
 pub use priority::writer_waits;
-pub use registry::{parked_now, parked_on, parked_sync_now};
+pub use registry::{parked_now, parked_on, parked_rate_now, parked_sync_now};
 pub use request::{attempt, Attempt, Request};
 pub use serve::serve_now;

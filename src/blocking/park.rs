@@ -31,6 +31,10 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
         stats::SYNC_PARKED.inc();
     }
     let fair = matches!(req, Request::Fair { .. }).then(|| req.owner().to_vec());
+    let also = super::windows::watched(&(ctx.selected_db(), key.to_vec()), &req);
+    if matches!(req, Request::RateLimit { .. }) {
+        stats::RATE_PARKED.inc();
+    }
     let waiter = Waiter { client, bc, req, who, since: Ctx::now_ms() };
     with(|r| {
         if !r.locks.contains_key(&id) {
@@ -39,7 +43,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
         r.locks.entry(id.clone()).or_default().push_back(&id, waiter)
     });
     arm_expiry(ctx, &id);
-    poll::parked(ctx, &id);
+    poll::parked(ctx, &id, also);
     // Held permits may have been taken by others (Redisson's Lua) with no timer of ours.
     if permits {
         super::reclaim::arm(ctx, &id);

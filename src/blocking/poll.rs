@@ -54,6 +54,8 @@ struct Poll {
     /// lock was forgotten, and perhaps polled again since) is dropped when reached.
     order: VecDeque<(LockId, u64)>,
     next_gen: u64,
+    /// Other keys of a polled lock whose changes count too (a rate limiter's hash and grants).
+    also: Map<LockId, Vec<Vec<u8>>>,
 }
 
 thread_local! {
@@ -64,8 +66,9 @@ fn with_poll<T>(f: impl FnOnce(&mut Poll) -> T) -> Option<T> {
     POLL.with(|p| p.try_borrow_mut().ok().map(|mut p| f(&mut p)))
 }
 
-/// The signature of `id` as the keyspace has it now (in its database, selected by the caller).
-fn sig(ctx: &Ctx, id: &LockId) -> Sig {
+/// The signature of `id` as the keyspace has it now (in its database, selected by the caller),
+/// with the keys in `also` folded into its content hash.
+fn sig(ctx: &Ctx, id: &LockId, also: &[Vec<u8>]) -> Sig {
     let look = |name: &[u8]| {
         let s = ctx.string(name);
         let k = ctx.open_key(s.as_ref(), false);
@@ -74,8 +77,13 @@ fn sig(ctx: &Ctx, id: &LockId) -> Sig {
         let value = if kind == KeyKind::String { content(&k.string_get()) } else { 0 };
         (kind, k.len(), at, value)
     };
-    let (kind, len, at, value) = look(&id.1);
+    let (kind, len, at, mut value) = look(&id.1);
     let (_, queued, _, _) = look(&crate::core::names::fair_queue_buf(&id.1));
+    for key in also {
+        let (k, l, a, v) = look(key);
+        let parts = [k as u64, l as u64, a.map_or(u64::MAX, |a| a as u64), v];
+        value = parts.iter().fold(value, |h, &p| (h ^ p).wrapping_mul(0x0100_0000_01b3));
+    }
     (kind, len, at, queued, value)
 }
 
@@ -93,13 +101,17 @@ fn arm(ctx: &Ctx) {
 }
 
 /// A client was just parked on `id`, inside its own command: the lock as it is now is the
-/// baseline, and polling runs while anyone is parked.
-pub fn parked(ctx: &Ctx, id: &LockId) {
+/// baseline, and polling runs while anyone is parked. Changes to the keys in `also` count as
+/// changes to the lock.
+pub fn parked(ctx: &Ctx, id: &LockId, also: Vec<Vec<u8>>) {
     if with_poll(|p| p.sigs.contains_key(id)).unwrap_or(true) {
         return;
     }
-    let s = sig(ctx, id);
+    let s = sig(ctx, id, &also);
     with_poll(|p| {
+        if !also.is_empty() {
+            p.also.insert(id.clone(), also);
+        }
         let generation = p.next_gen;
         p.next_gen += 1;
         p.sigs.insert(id.clone(), (s, generation));
@@ -113,8 +125,10 @@ pub fn parked(ctx: &Ctx, id: &LockId) {
 pub fn forget(ctx: &Ctx, id: &LockId) {
     let stop = with_poll(|p| {
         p.sigs.remove(id);
+        p.also.remove(id);
         if p.sigs.is_empty() {
             p.order.clear();
+            p.also.clear();
             p.timer.take()
         } else {
             None
@@ -144,7 +158,10 @@ pub fn tick(ctx: &Ctx, serve: fn(&Ctx, &LockId)) {
         let Some((before, _)) = current.filter(|&(_, g)| g == generation) else { continue };
         // A lock nobody waits for any more (its last waiter left by a path that did not tell).
         if !with(|r| r.locks.contains_key(&id)).unwrap_or(false) {
-            with_poll(|p| p.sigs.remove(&id));
+            with_poll(|p| {
+                p.sigs.remove(&id);
+                p.also.remove(&id);
+            });
             continue;
         }
         looked += 1;
@@ -152,13 +169,14 @@ pub fn tick(ctx: &Ctx, serve: fn(&Ctx, &LockId)) {
         if !ctx.select_db(id.0) {
             continue;
         }
-        let now = sig(ctx, &id);
+        let also = with_poll(|p| p.also.get(&id).cloned()).flatten().unwrap_or_default();
+        let now = sig(ctx, &id, &also);
         if now == before {
             continue;
         }
         serve(ctx, &id);
         // Whatever serving changed (a grant) is the new baseline.
-        let after = sig(ctx, &id);
+        let after = sig(ctx, &id, &also);
         with_poll(|p| {
             if let Some((s, _)) = p.sigs.get_mut(&id) {
                 *s = after;
@@ -178,6 +196,7 @@ pub fn clear() {
     with_poll(|p| {
         p.sigs.clear();
         p.order.clear();
+        p.also.clear();
     });
 }
 

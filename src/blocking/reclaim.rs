@@ -40,7 +40,7 @@ fn with<T>(f: impl FnOnce(&mut Reclaim) -> T) -> Option<T> {
 }
 
 /// Runs `f` with `db` selected, then selects the database that was.
-fn in_db<T>(ctx: &Ctx, db: i32, f: impl FnOnce() -> T) -> Option<T> {
+pub(super) fn in_db<T>(ctx: &Ctx, db: i32, f: impl FnOnce() -> T) -> Option<T> {
     let previous = ctx.selected_db();
     if previous != db && !ctx.select_db(db) {
         return None;

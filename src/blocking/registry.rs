@@ -54,6 +54,7 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
             Request::Semaphore { .. } => "semaphore",
             Request::Permits { .. } => "psemaphore",
             Request::Latch => "countdown",
+            Request::RateLimit { .. } => "ratelimiter",
         };
         // A synchronizer's waiter has no owner: the permits it wants stand in its place.
         let owner = if w.req.is_sync() { w.req.permits().to_string().into_bytes() } else { w.req.owner().to_vec() };
@@ -67,6 +68,12 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
 /// Number of synchronizer waiters parked now.
 pub fn parked_sync_now() -> usize {
     with(|r| r.locks.values().map(|q| q.iter().filter(|w| w.req.is_sync()).count()).sum()).unwrap_or(0)
+}
+
+/// Number of rate limiter waiters parked now.
+pub fn parked_rate_now() -> usize {
+    with(|r| r.locks.values().map(|q| q.iter().filter(|w| matches!(w.req, Request::RateLimit { .. })).count()).sum())
+        .unwrap_or(0)
 }
 
 /// Remembers which databases a lock key has parked clients in, so a change reported by name

@@ -9,9 +9,11 @@ use crate::core::{Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 
+use crate::acl::Who;
 use crate::core::access::{KeyUse, Need};
 use crate::core::rwlock::Writers;
-use crate::core::{countdown, permits, semaphore};
+use crate::core::{countdown, permits, rate_window, ratelimiter, semaphore};
+use crate::ffi::{Args, Ctx};
 
 /// What a parked client asked for: enough to retry the same acquire.
 /// A command builds it around its own owner argument (`Request<&[u8]>`, no copy); a client
@@ -32,6 +34,10 @@ pub enum Request<O = Vec<u8>> {
     Permits { permits: i64, lease: i64 },
     /// `COUNTDOWN.AWAIT name`.
     Latch,
+    /// `RATELIMITER.ACQUIRE name permits [CLIENT id] [NOW ms]`: parked on the value key of the
+    /// state it uses (`core::ratelimiter::state_key`), so each state has its own FIFO. A
+    /// parked one never has `now` (`NOW` and `BLOCK` do not combine).
+    RateLimit { name: O, client: Option<O>, permits: i64, now: Option<i64> },
 }
 
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
@@ -53,6 +59,12 @@ impl<O: AsRef<[u8]>> Request<O> {
             Request::Semaphore { permits } => Request::Semaphore { permits },
             Request::Permits { permits, lease } => Request::Permits { permits, lease },
             Request::Latch => Request::Latch,
+            Request::RateLimit { ref name, ref client, permits, now } => Request::RateLimit {
+                name: name.as_ref().to_vec(),
+                client: client.as_ref().map(|c| c.as_ref().to_vec()),
+                permits,
+                now,
+            },
         }
     }
 
@@ -64,7 +76,7 @@ impl<O: AsRef<[u8]>> Request<O> {
             | Request::Write { lease, .. }
             | Request::Fair { lease, .. }
             | Request::Permits { lease, .. } => *lease,
-            Request::Semaphore { .. } | Request::Latch => 0,
+            Request::Semaphore { .. } | Request::Latch | Request::RateLimit { .. } => 0,
         }
     }
 
@@ -78,6 +90,7 @@ impl<O: AsRef<[u8]>> Request<O> {
             Request::Semaphore { .. } => "semaphore.acquire",
             Request::Permits { .. } => "psemaphore.acquire",
             Request::Latch => "countdown.await",
+            Request::RateLimit { .. } => "ratelimiter.acquire",
         }
     }
 
@@ -87,19 +100,21 @@ impl<O: AsRef<[u8]>> Request<O> {
             | Request::Read { owner, .. }
             | Request::Write { owner, .. }
             | Request::Fair { owner, .. } => owner.as_ref(),
-            Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch => b"",
+            Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch | Request::RateLimit { .. } => b"",
         }
     }
 
     /// A synchronizer's wait (no owner, no lease of a lock): served strictly in arrival order.
     pub fn is_sync(&self) -> bool {
-        matches!(self, Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch)
+        matches!(self, Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch | Request::RateLimit { .. })
     }
 
     /// The permits a semaphore waiter wants (0 for the others), for `SYNC.INFO`.
     pub fn permits(&self) -> i64 {
         match self {
-            Request::Semaphore { permits } | Request::Permits { permits, .. } => *permits,
+            Request::Semaphore { permits } | Request::Permits { permits, .. } | Request::RateLimit { permits, .. } => {
+                *permits
+            }
             _ => 0,
         }
     }
@@ -109,7 +124,9 @@ impl<O: AsRef<[u8]>> Request<O> {
     /// takes permits past an earlier waiter. None for the locks, which look again.
     pub fn sync_refusal(&self) -> Option<Reply> {
         match self {
-            Request::Semaphore { .. } | Request::Latch => Some(Reply::Int(0)),
+            // The rate limiter's is the wait read when it leaves ([`timeout_reply`]); 0, "retry
+            // now", where there is no keyspace to read.
+            Request::Semaphore { .. } | Request::Latch | Request::RateLimit { .. } => Some(Reply::Int(0)),
             Request::Permits { .. } => Some(Reply::Nil),
             _ => None,
         }
@@ -163,7 +180,11 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
     }
     let token = match req {
         Request::Lock { token, .. } | Request::Write { token, .. } | Request::Fair { token, .. } => *token,
-        Request::Read { .. } | Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch => false,
+        Request::Read { .. }
+        | Request::Semaphore { .. }
+        | Request::Permits { .. }
+        | Request::Latch
+        | Request::RateLimit { .. } => false,
     };
     let grant = |store: &mut RedisStore| match req {
         Request::Lock { lease, .. } => reentrant::acquire(store, key, owner, *lease),
@@ -173,7 +194,9 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
             let if_refused = if *noqueue { fair::IfRefused::NoQueue } else { fair::IfRefused::Queue };
             fair::acquire(store, key, owner, *lease, *wait, if_refused)
         }
-        Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch => Ok(Acquired::Refused(0)),
+        Request::Semaphore { .. } | Request::Permits { .. } | Request::Latch | Request::RateLimit { .. } => {
+            Ok(Acquired::Refused(0))
+        }
     };
     let (outcome, reply) = if token {
         fencing::fenced(store, key, grant)?
@@ -203,7 +226,7 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
 /// non-blocking command: take the permits (none while `queued_ahead`: someone is parked
 /// first), or see the latch open. Replies: `1`/`0` (semaphore, latch), the new permits' ids
 /// or nil (expirable semaphore).
-pub(super) fn attempt_sync<O>(
+pub(super) fn attempt_sync<O: AsRef<[u8]>>(
     store: &mut RedisStore,
     key: &[u8],
     req: &Request<O>,
@@ -225,10 +248,41 @@ pub(super) fn attempt_sync<O>(
             }
         }
         Request::Latch => yes_no(countdown::is_open(store, key)?),
+        Request::RateLimit { ref name, ref client, permits, now } => {
+            let now = now.unwrap_or_else(|| crate::core::Store::now(store));
+            let random = crate::ffi::random::bytes::<{ rate_window::RANDOM_LEN }>();
+            let grant = ratelimiter::Grant { random: &random, fold: true };
+            let client = client.as_ref().map(AsRef::as_ref);
+            match ratelimiter::acquire(store, name.as_ref(), client, permits, now, grant, queued_ahead)? {
+                ratelimiter::Acquire::Granted => {
+                    stats::RATE_GRANTED.inc();
+                    Attempt::Granted(Reply::Nil)
+                }
+                ratelimiter::Acquire::Wait(ms) => {
+                    stats::RATE_REFUSED.inc();
+                    Attempt::Refused(Reply::Int(ms))
+                }
+            }
+        }
         _ => return Err(crate::core::LockError::Syntax),
     };
     if let Attempt::Granted(_) = outcome {
         stats::SYNC_GRANTED.inc();
     }
     Ok(outcome)
+}
+
+/// What a synchronizer's waiter is answered when its `BLOCK` runs out, by reads alone (no
+/// permits are taken past an earlier waiter, and a timeout may fall in a write pause): the
+/// fixed refusal, or for a rate limiter the wait it would be told now, checked against the
+/// waiter's user. None for the locks.
+pub(super) fn timeout_reply(ctx: &Ctx, req: &Request, who: &Who) -> Option<Reply> {
+    let Request::RateLimit { name, client, permits, .. } = req else { return req.sync_refusal() };
+    let args = Args::empty();
+    let now = Ctx::now_ms();
+    let mut store = RedisStore::at(ctx, &args, now).for_waiter(who).read_only();
+    Some(match ratelimiter::wait(&mut store, name, client.as_deref(), *permits, now) {
+        Ok(ms) => Reply::Int(ms),
+        Err(e) => Reply::Error(e.in_command(req.command()).to_string()),
+    })
 }

@@ -113,6 +113,9 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
         if req.is_sync() {
             stats::SYNC_HANDOFFS.inc();
         }
+        if matches!(req, Request::RateLimit { .. }) {
+            stats::RATE_HANDOFFS.inc();
+        }
         w.bc.unblock(Some(reply));
     }
     true
@@ -132,7 +135,16 @@ pub(super) fn arm_expiry(ctx: &Ctx, id: &LockId) {
     if !waiting {
         poll::forget(ctx, id);
     }
-    let expires_at = if waiting { expiry_of(ctx, id).or_else(|| priority::queue_expiry(ctx, id)) } else { None };
+    let expires_at = if waiting {
+        let lock = expiry_of(ctx, id).or_else(|| priority::queue_expiry(ctx, id));
+        // A rate limiter's state: also when its oldest grant leaves the window.
+        match (lock, super::windows::window_expiry(ctx, id)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    } else {
+        None
+    };
     // A timer due no later than the lock's expiry is kept: when it fires early it serves the
     // lock (refused) and re-arms for the expiry then. A hand-off moves the expiry at every
     // grant; re-creating the timer each time would cost more than the rest of the hand-off.

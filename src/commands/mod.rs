@@ -11,6 +11,7 @@ pub mod holds;
 pub mod info;
 pub mod lock;
 pub mod psemaphore;
+pub mod ratelimiter;
 pub mod rwlock;
 pub mod semaphore;
 
@@ -64,7 +65,18 @@ pub fn write<T>(
     cmd: &'static str,
     f: impl FnOnce(&mut RedisStore) -> crate::core::Result<T>,
 ) -> crate::core::Result<T> {
-    stats::SYNC_CALLS.inc();
+    write_as(ctx, args, cmd, &stats::SYNC_CALLS, f)
+}
+
+/// [`write`], counted in `calls`.
+pub fn write_as<T>(
+    ctx: &Ctx,
+    args: &Args,
+    cmd: &'static str,
+    calls: &stats::Counter,
+    f: impl FnOnce(&mut RedisStore) -> crate::core::Result<T>,
+) -> crate::core::Result<T> {
+    calls.inc();
     let mut store = RedisStore::new(ctx, args);
     let out = f(&mut store).map_err(|e| e.in_command(cmd));
     drop(store);

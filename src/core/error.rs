@@ -39,6 +39,24 @@ pub enum LockError {
     /// Any other bad input or state, as the line after `ERR ` (GCRA's and CL.THROTTLE's, whose
     /// wording follows the commands they stand in for).
     Invalid(&'static str),
+    /// The rate limiter's hash lacks `rate`, `interval` or `type` (Redisson's assert).
+    NotInitialized,
+    /// More permits asked of a rate limiter than its rate (Redisson's assert).
+    ExceedsRate,
+    /// A rate limiter hash field the module cannot read: its name.
+    BadLimiterField(&'static str),
+    /// A member of a rate limiter's grant zset that is not `struct.pack('Bc0I', ...)`.
+    BadGrant,
+    /// A `PER_CLIENT` rate limiter used without `CLIENT id`.
+    ClientRequired,
+    /// A rate limiter's permits outside 1..=2^32-1 (what a grant member can hold).
+    PermitsRange,
+    /// A rate limiter's `KEEPALIVE` shorter than its interval (Redisson's check).
+    KeepAliveShort,
+    /// `NOW` given with `BLOCK`: a parked client waits on the server's clock.
+    NowWithBlock,
+    /// A `NOW` that is not a time a score can hold exactly.
+    NowRange,
 }
 
 /// What a `NOPERM` names.
@@ -98,6 +116,20 @@ impl fmt::Display for LockError {
             LockError::NoPerm(Denied::User, n) => write!(f, "NOPERM The user '{}' no longer exists", shown(n)),
             LockError::Blocked => f.write_str("ERR client blocked"),
             LockError::Invalid(text) => write!(f, "ERR {text}"),
+            // Redisson's own words, which its users search for.
+            LockError::NotInitialized => f.write_str("ERR RateLimiter is not initialized"),
+            LockError::ExceedsRate => f.write_str("ERR Requested permits amount cannot exceed defined rate"),
+            LockError::BadLimiterField(field) => {
+                write!(f, "ERR rate limiter field '{field}' is not an integer (or, for 'type', not 0 or 1)")
+            }
+            LockError::BadGrant => {
+                f.write_str("ERR rate limiter grant is not struct.pack('Bc0I', #random, random, permits)")
+            }
+            LockError::ClientRequired => f.write_str("ERR a PER_CLIENT rate limiter needs CLIENT id"),
+            LockError::PermitsRange => f.write_str("ERR permits must be an integer from 1 to 4294967295"),
+            LockError::KeepAliveShort => f.write_str("ERR keepalive must be at least the interval"),
+            LockError::NowWithBlock => f.write_str("ERR NOW cannot be combined with BLOCK"),
+            LockError::NowRange => f.write_str("ERR NOW must be a time in ms from 0 to 9007199254740992"),
         }
     }
 }

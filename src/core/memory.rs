@@ -19,6 +19,9 @@ pub enum Value {
     Zset(BTreeMap<Vec<u8>, f64>),
 }
 
+/// A sorted set: member -> score.
+pub type Zset = BTreeMap<Vec<u8>, f64>;
+
 #[derive(Default)]
 pub struct MemoryStore {
     pub now: i64,
@@ -30,6 +33,8 @@ pub struct MemoryStore {
     pub checked: Vec<crate::core::access::Need>,
     /// What `over_maxmemory` answers.
     pub oom: bool,
+    /// The rate limiter's remembered totals: zset key -> (total, the zset as it was then).
+    pub rate_totals: HashMap<Vec<u8>, (u64, Zset)>,
 }
 
 impl MemoryStore {

@@ -26,6 +26,10 @@ pub mod latch;
 pub mod names;
 pub mod numbers;
 pub mod permits;
+pub mod rate_info;
+pub mod rate_settings;
+pub mod rate_window;
+pub mod ratelimiter;
 pub mod reentrant;
 pub mod reply;
 pub mod rwlock;
@@ -36,6 +40,8 @@ pub mod sync_names;
 
 #[cfg(test)]
 pub mod memory;
+#[cfg(test)]
+pub mod memory_rate;
 #[cfg(test)]
 pub mod memory_sync;
 

@@ -266,3 +266,49 @@ pub trait SyncStore: Store {
         Ok(self.zset_all(key)?.into_iter().next())
     }
 }
+
+/// What the rate limiter (`core::ratelimiter`) needs beyond [`SyncStore`]: walks over a score
+/// range that allocate nothing per member, `ZREMRANGEBYSCORE`, and the sum of a window's
+/// permits remembered between commands.
+///
+/// The limiter's zset holds one member per grant; a command must not re-read every member to
+/// learn how many permits the window holds (Redisson's recompute does, at 50-130 ms per call
+/// past 100,000 members). So the algorithm tells the store the sum it leaves behind
+/// ([`RateStore::note_total`]), and the store gives it back ([`RateStore::known_total`]) as
+/// long as the zset is the one it was told about. The defaults remember nothing: every call
+/// then sums the zset, which is exact and slow.
+pub trait RateStore: SyncStore {
+    /// Visits the members with `min <= score <= max`, lowest score first (ties by member),
+    /// while `f(member, score)` returns true. `WrongType` if the key is not a zset.
+    fn zset_scan(&mut self, key: &[u8], min: f64, max: f64, f: &mut dyn FnMut(&[u8], f64) -> bool) -> Result<()> {
+        for (m, score) in self.zset_range_by_score(key, min, max, None)? {
+            if !f(&m, score) {
+                break;
+            }
+        }
+        Ok(())
+    }
+    /// [`RateStore::zset_scan`] from the highest score down.
+    fn zset_scan_rev(&mut self, key: &[u8], min: f64, max: f64, f: &mut dyn FnMut(&[u8], f64) -> bool) -> Result<()> {
+        for (m, score) in self.zset_range_by_score(key, min, max, None)?.into_iter().rev() {
+            if !f(&m, score) {
+                break;
+            }
+        }
+        Ok(())
+    }
+    /// `ZREMRANGEBYSCORE key min max` on a key known to be a zset (or absent): how many went.
+    fn zset_rem_range(&mut self, key: &[u8], min: f64, max: f64) -> usize {
+        let gone: Vec<Vec<u8>> =
+            self.zset_range_by_score(key, min, max, None).unwrap_or_default().into_iter().map(|(m, _)| m).collect();
+        let refs: Vec<&[u8]> = gone.iter().map(Vec::as_slice).collect();
+        self.zset_rem_many(key, &refs)
+    }
+    /// The total last given to [`RateStore::note_total`] for `key`, if the zset has not
+    /// changed since (as far as the store can tell cheaply); None if unknown.
+    fn known_total(&mut self, _key: &[u8]) -> Option<u64> {
+        None
+    }
+    /// The zset at `key` now holds `total` permits in all (its members' sum).
+    fn note_total(&mut self, _key: &[u8], _total: u64) {}
+}

@@ -25,6 +25,24 @@ fn kind_of(parked: &[Parked]) -> Option<&'static str> {
     parked.first().map(|p| p.request)
 }
 
+/// The first `count` parked synchronizer clients (a rate limiter's too), as `SYNC.INFO` lists
+/// them: the permits each waits for stand in an owner's place.
+pub fn parked_replies(parked: &ParkedList, count: usize) -> Vec<Reply> {
+    parked
+        .first
+        .iter()
+        .take(count)
+        .map(|p| {
+            Reply::Map(vec![
+                field("client", Reply::Int(p.client as i64)),
+                field("request", bulk(p.request)),
+                field("permits", Reply::Int(parse_i64(&p.owner).unwrap_or(0))),
+                field("waited_ms", Reply::Int(p.waited_ms)),
+            ])
+        })
+        .collect()
+}
+
 /// Builds the `SYNC.INFO` reply for `key`: at most `count` held permits and parked clients,
 /// with their totals, so the work is O(count + log N) whatever the keyspace holds.
 pub fn info<S: SyncStore>(s: &mut S, key: &[u8], count: usize, parked: ParkedList) -> Result<Reply> {
@@ -46,19 +64,7 @@ pub fn info<S: SyncStore>(s: &mut S, key: &[u8], count: usize, parked: ParkedLis
         .map(|(id, t)| Reply::Map(vec![field("id", bulk(&id_hex(&id))), field("expires_in_ms", in_ms(t))]))
         .collect();
     let next = super::permits::next_expiry(s, key)?;
-    let parked_shown = parked
-        .first
-        .iter()
-        .take(count)
-        .map(|p| {
-            Reply::Map(vec![
-                field("client", Reply::Int(p.client as i64)),
-                field("request", bulk(p.request)),
-                field("permits", Reply::Int(parse_i64(&p.owner).unwrap_or(0))),
-                field("waited_ms", Reply::Int(p.waited_ms)),
-            ])
-        })
-        .collect();
+    let parked_shown = parked_replies(&parked, count);
     let total = |n: usize| Reply::Int(n as i64);
     Ok(Reply::Map(vec![
         field("kind", bulk(kind)),

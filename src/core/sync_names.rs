@@ -30,6 +30,26 @@ pub fn permit_timeouts(name: &[u8]) -> Vec<u8> {
     names::suffix(name, b"timeout")
 }
 
+/// `{name}:value`, and with a client id `{name}:value:<id>`: a rate limiter's permits available
+/// now (Redisson's `getValueName()`, `getClientValueName()`: the id is joined by `:` alone,
+/// since the value name already carries a `{`).
+pub fn limiter_value(name: &[u8], client: Option<&[u8]>) -> Vec<u8> {
+    with_client(names::suffix(name, b"value"), client)
+}
+
+/// `{name}:permits`, and with a client id `{name}:permits:<id>`: a rate limiter's grants.
+pub fn limiter_permits(name: &[u8], client: Option<&[u8]>) -> Vec<u8> {
+    with_client(names::suffix(name, b"permits"), client)
+}
+
+fn with_client(mut key: Vec<u8>, client: Option<&[u8]>) -> Vec<u8> {
+    if let Some(id) = client {
+        key.push(b':');
+        key.extend_from_slice(id);
+    }
+    key
+}
+
 /// `redisson_countdownlatch__channel__{name}`: the latch's channel, braced whatever the name.
 pub fn latch_channel(name: &[u8]) -> Vec<u8> {
     latch_channel_buf(name).to_vec()
@@ -57,6 +77,15 @@ mod tests {
                                            "{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}:timeout",
                                                                 "redisson_countdownlatch__channel__{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}"),
     ];
+
+    #[test]
+    fn rate_limiter_names_follow_redissons_rules() {
+        assert_eq!(limiter_value(b"r", None), b"{r}:value");
+        assert_eq!(limiter_value(b"r", Some(b"id-1")), b"{r}:value:id-1");
+        assert_eq!(limiter_permits(b"r", None), b"{r}:permits");
+        assert_eq!(limiter_permits(b"a{b}c", Some(b"x")), b"a{b}c:permits:x");
+        assert_eq!(limiter_value(b"{r}", None), b"{r}:value");
+    }
 
     #[test]
     fn synchronizer_names_follow_redissons_rules() {

@@ -19,7 +19,7 @@ fn integral(score: f64) -> Option<i64> {
 
 /// A score as Redis parses it back exactly: integral ones as integers, others in the shortest
 /// round-trip form.
-fn score_text(score: f64) -> String {
+pub(super) fn score_text(score: f64) -> String {
     if let Some(n) = integral(score) {
         n.to_string()
     } else if score.is_finite() {
@@ -37,7 +37,7 @@ impl RedisStore<'_> {
     }
 
     /// After a write that may have emptied `key`: Redis deleted it; say so as `DEL` would.
-    fn notify_if_deleted(&self, i: usize) {
+    pub(super) fn notify_if_deleted(&self, i: usize) {
         let k = &self.keys[i];
         if k.key.kind() == KeyKind::Empty {
             self.notify_del(k.name.raw());

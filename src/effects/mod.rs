@@ -27,6 +27,7 @@ use crate::watch::hold_index;
 mod collections;
 mod counters;
 mod keys;
+pub mod rate_windows;
 mod read_holds;
 pub mod served;
 pub mod stats;
@@ -107,6 +108,13 @@ impl<'a> RedisStore<'a> {
     /// grants): a change queues the lock without arming the pending timer.
     pub fn served_by_writer(mut self) -> Self {
         self.served_by = ServedBy::Writer;
+        self
+    }
+
+    /// Opens keys for reading only: for the module's own looks outside a command (a parked
+    /// client's timeout, a wake-up time), which must not expire keys or write.
+    pub fn read_only(mut self) -> Self {
+        self.write = false;
         self
     }
 

@@ -70,6 +70,19 @@ pub static SYNC_PARKED: Counter = Counter::new();
 pub static SYNC_HANDOFFS: Counter = Counter::new();
 /// Expired permits of the expirable semaphore returned by the module's timer.
 pub static PERMITS_RECLAIMED: Counter = Counter::new();
+/// Rate limiter commands run (`RATELIMITER.*`).
+pub static RATE_CALLS: Counter = Counter::new();
+/// Rate limiter acquires granted (first try or parked).
+pub static RATE_GRANTED: Counter = Counter::new();
+/// Rate limiter acquires refused (a BLOCK call that parks counts once).
+pub static RATE_REFUSED: Counter = Counter::new();
+/// Rate limiter waiters parked with BLOCK, in total (also in `PARKED`, `SYNC_PARKED`).
+pub static RATE_PARKED: Counter = Counter::new();
+/// Parked rate limiter waiters served (also in `HANDOFFS`, `SYNC_HANDOFFS`).
+pub static RATE_HANDOFFS: Counter = Counter::new();
+/// Times a rate limiter's zset was summed member by member: its total was not remembered,
+/// because someone else (Redisson's Lua) changed it since the module last did.
+pub static RATE_WINDOW_SUMS: Counter = Counter::new();
 
 /// Every counter, for `CONFIG RESETSTAT`.
 const ALL: &[&Counter] = &[
@@ -91,6 +104,12 @@ const ALL: &[&Counter] = &[
     &SYNC_PARKED,
     &SYNC_HANDOFFS,
     &PERMITS_RECLAIMED,
+    &RATE_CALLS,
+    &RATE_GRANTED,
+    &RATE_REFUSED,
+    &RATE_PARKED,
+    &RATE_HANDOFFS,
+    &RATE_WINDOW_SUMS,
 ];
 
 /// `CONFIG RESETSTAT`: every counter back to 0.

@@ -84,6 +84,9 @@ needed_apis!(
     RedisModule_ZsetRangeNext,
     RedisModule_ZsetRangeEndReached,
     RedisModule_ZsetRangeStop,
+    // The rate limiter's newest grants (keys_collections.rs `zset_walk_rev`).
+    RedisModule_ZsetLastInScoreRange,
+    RedisModule_ZsetRangePrev,
     RedisModule_GetContextFlags,
     RedisModule_CreateCommand,
     RedisModule_Log,

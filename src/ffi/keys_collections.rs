@@ -160,32 +160,63 @@ impl Key {
         ok.then_some(score)
     }
 
-    /// Visits the members with `min <= score <= max`, lowest score first (ties by member), while
-    /// `f(member, score)` returns true: O(log N) to the first, then one step per member.
-    pub fn zset_walk(&self, min: f64, max: f64, mut f: impl FnMut(&[u8], f64) -> bool) {
+    /// Visits the members with `min <= score <= max`, lowest score first (ties by member), or
+    /// from the highest when `rev`, while `f(member, score)` returns true: O(log N) to the
+    /// first, then one step per member. `f` owns each member's module string.
+    fn zset_range(&self, min: f64, max: f64, rev: bool, mut f: impl FnMut(RStr, f64) -> bool) {
         if self.ptr.is_null() || self.kind() != KeyKind::Zset || min > max {
             return;
         }
         // SAFETY: an inclusive score-range iterator, stopped before returning; each element is a
-        // new string we own, wrapped in an `RStr` (freed on drop) before `f` sees its bytes. The
-        // key is not modified while the iterator is open (`f` only reads what it is given).
+        // new string we own, handed to `f` as an `RStr` (freed on drop). The key is not
+        // modified while the iterator is open (`f` only reads what it is given).
         unsafe {
-            if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, min, max, 0, 0) != OK {
+            let first = if rev {
+                api!(RedisModule_ZsetLastInScoreRange)(self.ptr, min, max, 0, 0)
+            } else {
+                api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, min, max, 0, 0)
+            };
+            if first != OK {
                 return;
             }
             while api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 {
                 let mut score = 0f64;
                 let m = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
-                if m.is_null() {
+                if m.is_null() || !f(RStr { ctx: self.ctx, ptr: m }, score) {
                     break;
                 }
-                let member = RStr { ctx: self.ctx, ptr: m };
-                if !f(member.bytes(), score) || api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
+                let more = if rev {
+                    api!(RedisModule_ZsetRangePrev)(self.ptr)
+                } else {
+                    api!(RedisModule_ZsetRangeNext)(self.ptr)
+                };
+                if more == 0 {
                     break;
                 }
             }
             api!(RedisModule_ZsetRangeStop)(self.ptr);
         }
+    }
+
+    /// Visits the members with `min <= score <= max`, lowest score first (ties by member), while
+    /// `f(member, score)` returns true.
+    pub fn zset_walk(&self, min: f64, max: f64, mut f: impl FnMut(&[u8], f64) -> bool) {
+        self.zset_range(min, max, false, |m, score| f(m.bytes(), score));
+    }
+
+    /// [`Key::zset_walk`] from the highest score down (ties by member, last first).
+    pub fn zset_walk_rev(&self, min: f64, max: f64, mut f: impl FnMut(&[u8], f64) -> bool) {
+        self.zset_range(min, max, true, |m, score| f(m.bytes(), score));
+    }
+
+    /// The members with `min <= score <= max` as module strings, lowest score first.
+    pub fn zset_members_in(&self, min: f64, max: f64) -> Vec<RStr> {
+        let mut out = Vec::new();
+        self.zset_range(min, max, false, |m, _| {
+            out.push(m);
+            true
+        });
+        out
     }
 
     /// Every (member, score) of a zset, lowest score first.
@@ -196,29 +227,10 @@ impl Key {
     /// Every (member, score) of a zset as module strings, lowest score first.
     pub fn zset_entries(&self) -> Vec<(RStr, f64)> {
         let mut out = Vec::new();
-        if self.ptr.is_null() || self.kind() != KeyKind::Zset {
-            return out;
-        }
-        // SAFETY: a full-range iterator, stopped before returning; each element is a new
-        // string we own (an `RStr`, freed on drop). The key is not modified while the iterator
-        // is open.
-        unsafe {
-            if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr, f64::NEG_INFINITY, f64::INFINITY, 0, 0) != OK {
-                return out;
-            }
-            while api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 {
-                let mut score = 0f64;
-                let m = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
-                if m.is_null() {
-                    break;
-                }
-                out.push((RStr { ctx: self.ctx, ptr: m }, score));
-                if api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
-                    break;
-                }
-            }
-            api!(RedisModule_ZsetRangeStop)(self.ptr);
-        }
+        self.zset_range(f64::NEG_INFINITY, f64::INFINITY, false, |m, score| {
+            out.push((m, score));
+            true
+        });
         out
     }
 }

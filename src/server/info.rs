@@ -37,6 +37,18 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("sync_handoffs", g(&stats::SYNC_HANDOFFS)),
         ("permits_reclaimed", g(&stats::PERMITS_RECLAIMED)),
     ]);
+    // The rate limiter's (issue 30). Its waits are served by the synchronizers' FIFO, so they
+    // also count in sync_granted, sync_refused, sync_blocked_* and sync_handoffs.
+    fields.extend([
+        ("ratelimiter_calls", g(&stats::RATE_CALLS)),
+        ("ratelimiter_granted", g(&stats::RATE_GRANTED)),
+        ("ratelimiter_refused", g(&stats::RATE_REFUSED)),
+        ("ratelimiter_blocked_now", blocking::parked_rate_now() as i64),
+        ("ratelimiter_blocked_total", g(&stats::RATE_PARKED)),
+        ("ratelimiter_handoffs", g(&stats::RATE_HANDOFFS)),
+        ("ratelimiter_window_sums", g(&stats::RATE_WINDOW_SUMS)),
+        ("ratelimiter_windows_remembered", crate::effects::rate_windows::remembered() as i64),
+    ]);
     fields
 }
 

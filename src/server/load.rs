@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::command_fn;
-use crate::commands::{countdown, fair, gcra, holds, info, lock, psemaphore, rwlock, semaphore};
+use crate::commands::{countdown, fair, gcra, holds, info, lock, psemaphore, ratelimiter, rwlock, semaphore};
 use crate::ffi::{self, CommandFn};
 
 /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -99,6 +99,18 @@ fn register_stand_ins(ctx: &Context) {
     }
 }
 
+/// The rate limiter (issue 30): an acquire that may wait is `deny-oom blocking`; a release must
+/// work when memory is full; what walks the window (the grants that leave it) is not `fast`.
+fn ratelimiter_command_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
+    vec![
+        (c"ratelimiter.trysetrate", command_fn!(ratelimiter::ratelimiter_trysetrate), c"write deny-oom fast"),
+        (c"ratelimiter.setrate", command_fn!(ratelimiter::ratelimiter_setrate), c"write deny-oom"),
+        (c"ratelimiter.acquire", command_fn!(ratelimiter::ratelimiter_acquire), c"write deny-oom blocking"),
+        (c"ratelimiter.available", command_fn!(ratelimiter::ratelimiter_available), c"write"),
+        (c"ratelimiter.release", command_fn!(ratelimiter::ratelimiter_release), c"write"),
+    ]
+}
+
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let missing = ffi::missing_apis();
     if !missing.is_empty() {
@@ -141,6 +153,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::effects::stats::forget_all();
     crate::blocking::poll::reload();
     crate::blocking::reclaim::reload();
+    crate::effects::rate_windows::forget_all();
     // The wake-up path hears of the module's own writes through `effects::served`.
     crate::blocking::register();
     // The calls the filter rewrote run through `redisson` when their command is dispatched.
@@ -149,7 +162,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning("lockmod: could not subscribe to keyspace and flush events");
         return Status::Err;
     }
-    for (name, f, flags) in command_table().into_iter().chain(sync_command_table()) {
+    for (name, f, flags) in command_table().into_iter().chain(sync_command_table()).chain(ratelimiter_command_table()) {
         if !ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
             ctx.log_warning(&format!("lockmod: could not register {name:?}"));
             return Status::Err;
@@ -159,7 +172,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
     // only where the command exists.
     let rows = super::metadata::COMMANDS.iter().chain(super::metadata_sync::COMMANDS);
-    for meta in rows.chain(super::metadata_gcra::COMMANDS) {
+    for meta in rows.chain(super::metadata_gcra::COMMANDS).chain(super::metadata_ratelimiter::COMMANDS) {
         if !ffi::metadata::apply(ctx, meta, super::metadata::SINCE) {
             ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
             return Status::Err;

@@ -3,7 +3,8 @@
 //! Owns the module's `OnLoad` (`load`: the command table, the order of registration, the
 //! callbacks each layer hands to `ffi`), the configs as logged (`config`), the command
 //! metadata and docs (`metadata`, the synchronizers' in `metadata_sync`, GCRA's in
-//! `metadata_gcra`), the version (`version`) and `INFO lockmod` (`info`).
+//! `metadata_gcra`, the rate limiter's in `metadata_ratelimiter`), the version (`version`) and
+//! `INFO lockmod` (`info`).
 //!
 //! May import every module below it: commands, redisson, blocking, effects, watch, acl, ffi,
 //! core. Nothing imports it.
@@ -16,5 +17,6 @@ pub mod info;
 mod load;
 pub mod metadata;
 pub mod metadata_gcra;
+pub mod metadata_ratelimiter;
 pub mod metadata_sync;
 pub mod version;

@@ -12,6 +12,7 @@ pub mod diff;
 pub mod gcra;
 pub mod names;
 pub mod parked;
+pub mod ratelimiter;
 pub mod redisson;
 pub mod redisson_calls;
 pub mod sync_calls;

@@ -1,0 +1,251 @@
+//! BLOCK on the rate limiter (issue 30): parked clients served strictly in arrival order per
+//! state, woken by a timer when the oldest grant leaves the window, at once by a release, by
+//! Redisson's own Lua bodies, `DEL`, expiry and `FLUSHALL`; a timeout replies the wait; a
+//! disconnect, a write pause, a replica and `DEBUG RELOAD`.
+
+mod common;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::parked::wait_blocked;
+use common::ratelimiter::{self as rl, grants};
+use common::*;
+
+/// Starts `cmd...` on its own connection (a parked client), returning its reply.
+fn park(s: &Server, cmd: &[&str]) -> thread::JoinHandle<Result<Value, String>> {
+    let mut c = s.conn();
+    let args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+    thread::spawn(move || call(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query(c).expect("GET")
+}
+
+fn info(c: &mut redis::Connection, field: &str) -> i64 {
+    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
+    let line = text.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:"))).expect(field);
+    line.trim().parse().expect("integer")
+}
+
+/// A limiter `r` of `rate` per `interval` ms whose permits are all taken now.
+fn exhausted(s: &Server, rate: &str, interval: &str) -> redis::Connection {
+    let mut c = s.conn();
+    ok(&mut c, &["RATELIMITER.TRYSETRATE", "r", "OVERALL", rate, interval]);
+    assert_eq!(ok(&mut c, &["RATELIMITER.ACQUIRE", "r", rate]), Value::Nil);
+    c
+}
+
+#[test]
+fn waiters_are_served_strictly_in_arrival_order() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "5", "600000");
+    let five = park(&s, &["RATELIMITER.ACQUIRE", "r", "5", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 1);
+    let one = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 2);
+    assert_eq!(info(&mut c, "ratelimiter_blocked_now"), 2);
+    // One permit back: the waiter for 5 is first and the later waiter for 1 does not overtake.
+    assert_eq!(ok(&mut c, &["RATELIMITER.RELEASE", "r", "1"]), Value::Int(1));
+    assert!(matches!(ok(&mut c, &["RATELIMITER.ACQUIRE", "r", "1"]), Value::Int(_)), "a newcomer takes nothing");
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("1"));
+    wait_blocked(&mut c, 2);
+    // Four more: the first waiter takes its 5 in this very command.
+    assert_eq!(ok(&mut c, &["RATELIMITER.RELEASE", "r", "4"]), Value::Int(5));
+    assert_eq!(five.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
+    ok(&mut c, &["RATELIMITER.RELEASE", "r", "1"]);
+    assert_eq!(one.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(grants(&mut c, "{r}:permits").iter().map(|g| g.1).sum::<u32>(), 5);
+    assert_eq!((info(&mut c, "ratelimiter_handoffs"), info(&mut c, "block_timeouts")), (2, 0));
+}
+
+#[test]
+fn the_oldest_grant_leaving_the_window_wakes_the_first_waiter_by_a_timer() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "2", "400");
+    let oldest = grants(&mut c, "{r}:permits")[0].0;
+    let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    let g = grants(&mut c, "{r}:permits");
+    assert_eq!(g.len(), 1, "the old grant is gone: {g:?}");
+    // Granted once the old grant left (server clock), and not long after.
+    let delay = g[0].0 - (oldest + 400);
+    assert!((0..=2_000).contains(&delay), "granted {delay} ms after the window moved");
+    assert_eq!(info(&mut c, "serve_timers"), 0, "no foreign change: the lock's own timer served it");
+}
+
+#[test]
+fn a_timeout_replies_the_current_wait_and_lets_the_waiter_behind_be_served() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "2", "600000");
+    let big = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "300"]);
+    wait_blocked(&mut c, 1);
+    let small = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 2);
+    ok(&mut c, &["RATELIMITER.RELEASE", "r", "1"]);
+    match big.join().expect("thread") {
+        Ok(Value::Int(ms)) => assert!(ms > 590_000, "the wait until the oldest grant leaves: {ms}"),
+        other => panic!("a timeout replies the wait, not {other:?}"),
+    }
+    assert_eq!(small.join().expect("thread"), Ok(Value::Nil), "served once the first one left");
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
+    assert_eq!(info(&mut c, "blocked_now"), 0);
+}
+
+#[test]
+fn a_disconnected_waiter_leaves_and_the_one_behind_is_served() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "2", "600000");
+    let mut gone = s.conn();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut gone).expect("CLIENT ID");
+    let big = thread::spawn(move || call(&mut gone, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "0"]));
+    wait_blocked(&mut c, 1);
+    let small = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 2);
+    ok(&mut c, &["RATELIMITER.RELEASE", "r", "1"]);
+    ok(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
+    assert!(big.join().expect("thread").is_err());
+    assert_eq!(small.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(info(&mut c, "block_disconnects"), 1);
+}
+
+#[test]
+fn each_client_of_a_per_client_limiter_waits_in_its_own_queue() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["RATELIMITER.TRYSETRATE", "r", "PER_CLIENT", "1", "600000"]);
+    ok(&mut c, &["RATELIMITER.ACQUIRE", "r", "1", "CLIENT", "a"]);
+    let a = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "CLIENT", "a", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 1);
+    // b's window is its own: not behind a's waiter.
+    assert_eq!(ok(&mut c, &["RATELIMITER.ACQUIRE", "r", "1", "CLIENT", "b", "BLOCK", "20000"]), Value::Nil);
+    ok(&mut c, &["RATELIMITER.RELEASE", "r", "1", "CLIENT", "a"]);
+    assert_eq!(a.join().expect("thread"), Ok(Value::Nil));
+}
+
+#[test]
+fn redissons_release_body_wakes_a_parked_waiter() {
+    let s = Server::start();
+    let scripts = rl::load();
+    let mut c = exhausted(&s, "3", "600000");
+    rl::load_on(&mut c, &scripts);
+    let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 1);
+    let release = rl::evalsha(rl::RELEASE, &rl::keys("r", "java-client"), &[b"2".to_vec()]);
+    assert_eq!(rl::run(&mut c, &release), Ok(Value::Nil));
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    // Redisson's release left the grants: the module took its 2 off the newest, then granted 2.
+    assert_eq!(grants(&mut c, "{r}:permits").iter().map(|g| g.1).sum::<u32>(), 3);
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
+}
+
+#[test]
+fn deleting_the_grants_or_their_expiry_wakes_the_waiter_and_grants_it() {
+    for how in ["DEL", "PEXPIRE"] {
+        let s = Server::start();
+        let mut c = exhausted(&s, "2", "600000");
+        let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "20000"]);
+        wait_blocked(&mut c, 1);
+        let t = Instant::now();
+        match how {
+            "DEL" => ok(&mut c, &["DEL", "{r}:permits", "{r}:value"]),
+            _ => ok(&mut c, &["PEXPIRE", "{r}:value", "50"]),
+        };
+        if how == "PEXPIRE" {
+            ok(&mut c, &["PEXPIRE", "{r}:permits", "50"]);
+        }
+        assert_eq!(w.join().expect("thread"), Ok(Value::Nil), "{how}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{how}");
+        assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"), "{how}");
+    }
+}
+
+#[test]
+fn deleting_the_limiter_or_flushing_answers_the_waiter_with_the_error() {
+    for how in ["DEL", "FLUSHALL"] {
+        let s = Server::start();
+        let mut c = exhausted(&s, "2", "600000");
+        let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
+        wait_blocked(&mut c, 1);
+        match how {
+            "DEL" => ok(&mut c, &["DEL", "r"]),
+            _ => ok(&mut c, &["FLUSHALL"]),
+        };
+        assert_eq!(w.join().expect("thread"), Err("ERR RateLimiter is not initialized".into()), "{how}");
+    }
+}
+
+#[test]
+fn a_write_pause_holds_the_grant_until_writes_resume() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "1", "500");
+    let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "0"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["CLIENT", "PAUSE", "3000", "WRITE"]);
+    // The grant leaves the window inside the pause; the waiter is not granted (no write).
+    thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(grants(&mut c, "{r}:permits").len(), 1);
+    assert_eq!(info(&mut c, "ratelimiter_blocked_now"), 1);
+    ok(&mut c, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
+}
+
+#[test]
+fn a_timeout_inside_a_pause_replies_the_wait_and_writes_nothing() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "1", "600000");
+    let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "300"]);
+    wait_blocked(&mut c, 1);
+    let before = common::acl::snapshot(&mut c);
+    ok(&mut c, &["CLIENT", "PAUSE", "2000", "WRITE"]);
+    match w.join().expect("thread") {
+        Ok(Value::Int(ms)) => assert!(ms > 590_000, "{ms}"),
+        other => panic!("{other:?}"),
+    }
+    ok(&mut c, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(common::acl::snapshot(&mut c), before);
+}
+
+#[test]
+fn a_grant_to_a_parked_client_reaches_the_replica_and_survives_a_reload() {
+    let s = Server::start();
+    let replica = s.replica();
+    let mut c = exhausted(&s, "2", "600000");
+    let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "20000"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    ok(&mut c, &["RATELIMITER.RELEASE", "r", "2"]);
+    assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
+    wait_replica(&mut c);
+    let want = common::acl::snapshot(&mut c);
+    assert_eq!(common::acl::snapshot(&mut replica.conn()), want);
+    // A replica never parks: the write command is refused there.
+    let mut rc = replica.conn();
+    let refused = call(&mut rc, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "1000"]);
+    assert!(refused.is_err_and(|e| e.starts_with("READONLY")));
+}
+
+#[test]
+fn client_unblock_ends_a_wait_with_the_wait_or_an_error_and_the_next_waiter_moves_up() {
+    let s = Server::start();
+    let mut c = exhausted(&s, "2", "600000");
+    for (how, want_err) in [("TIMEOUT", false), ("ERROR", true)] {
+        let mut w = s.conn();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w).expect("CLIENT ID");
+        let h = thread::spawn(move || call(&mut w, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "0"]));
+        wait_blocked(&mut c, 1);
+        assert_eq!(ok(&mut c, &["CLIENT", "UNBLOCK", &id.to_string(), how]), Value::Int(1));
+        match h.join().expect("thread") {
+            Ok(Value::Int(ms)) if !want_err => assert!(ms > 590_000, "{ms}"),
+            Err(e) if want_err => assert!(e.starts_with("UNBLOCKED"), "{e}"),
+            other => panic!("{how}: {other:?}"),
+        }
+        assert_eq!(info(&mut c, "ratelimiter_blocked_now"), 0);
+    }
+    // Nothing was taken by the waiters that left.
+    assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
+    assert_eq!(grants(&mut c, "{r}:permits").iter().map(|g| g.1).sum::<u32>(), 2);
+}
