@@ -1,0 +1,1 @@
+//! The blocking API (placeholder).

@@ -1,0 +1,148 @@
+//! [`LockGuard`]: one hold of a lock. `guard.unlock().await` releases it and reports the
+//! outcome; a guard dropped without it is released in the background.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use crate::error::{Error, Result};
+use crate::holder::Period;
+use crate::lock::{ms, Lock, LockRef};
+use crate::reply;
+
+/// What an unlock did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unlocked {
+    /// That was this holder's last hold on this side of the lock: the lock is free (unless the
+    /// holder also holds the other side of a read-write lock).
+    Last,
+    /// The holder still holds it (reentrant holds remain); the lease was set again.
+    HoldsLeft,
+}
+
+/// One hold of a lock, returned by a grant.
+///
+/// Release it with [`unlock`](LockGuard::unlock), which reports the outcome: a lock lost while
+/// held is [`Error::LockLost`], so the code learns that what it protected may have been changed
+/// by someone else. A guard dropped without `unlock` (an early return, `?`, a panic) is
+/// released in the background: `Drop` never blocks, it hands the release to a task of the
+/// client. That costs a little: the lock stays held until that task's unlock reaches the
+/// server (one round trip after the drop, plus the task's scheduling), nobody learns whether
+/// it was lost (a failure is only logged, with `tracing`), and if the runtime shuts down first
+/// the release is never sent: the lock then frees itself at the end of its lease (the watchdog
+/// stops with the runtime). [`LockClient::close`](crate::LockClient::close) waits for those
+/// releases.
+#[must_use = "dropping a guard releases the lock at once (in the background)"]
+#[derive(Debug)]
+pub struct LockGuard {
+    lock: Lock,
+    period: Arc<Period>,
+    token: Option<u64>,
+    done: bool,
+}
+
+impl LockGuard {
+    pub(crate) fn new(lock: Lock, period: Arc<Period>, token: Option<u64>) -> LockGuard {
+        LockGuard { lock, period, token, done: false }
+    }
+
+    /// The fencing token of this grant (fenced locks: [`Lock::fenced`]). Pass it with every
+    /// write to the protected resource, which refuses tokens below the highest it has seen.
+    pub fn token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// The lock this guard holds.
+    pub fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
+    /// Whether the lock was lost while held (a renewal found it gone, the lease ran out, a
+    /// force unlock).
+    pub fn is_lost(&self) -> bool {
+        self.period.lost.is_cancelled()
+    }
+
+    /// A future that completes when the lock is lost while held (never, if it is released
+    /// first): `select!` on it to stop work the lock no longer protects.
+    pub fn lost(&self) -> WaitForCancellationFutureOwned {
+        self.period.lost.clone().cancelled_owned()
+    }
+
+    /// A token cancelled when the lock is lost while held, to hand to code that takes a
+    /// `CancellationToken` (as Node's `AbortSignal`). Cancelling it yourself affects nothing else.
+    pub fn lost_token(&self) -> CancellationToken {
+        self.period.lost.child_token()
+    }
+
+    /// Releases this hold. `Err(LockLost)` if the lock was lost while held (nothing is sent:
+    /// the loss released it). If the outcome cannot be learned (the server unreachable for the
+    /// client's `resolve_timeout`), [`Error::StateUnknown`]: the hold is not renewed any more
+    /// and frees itself within its lease. Dropping this future does not stop the release.
+    pub async fn unlock(mut self) -> Result<Unlocked> {
+        self.done = true;
+        let r = self.lock.r.clone();
+        let period = self.period.clone();
+        r.core.spawn(release(r.clone(), period)).await.map_err(|_| Error::Closed)?
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let r = self.lock.r.clone();
+        let period = self.period.clone();
+        r.core.clone().spawn(async move {
+            let name = r.name.clone();
+            match release(r, period).await {
+                Ok(_) => {}
+                Err(Error::LockLost { .. }) => tracing::warn!("redis-lockmod: lock {name} was lost before its guard was dropped"),
+                Err(e) => tracing::warn!("redis-lockmod: releasing the dropped guard of {name} failed: {e}"),
+            }
+        });
+    }
+}
+
+/// Gives back one hold of `period` (the unlock of a guard, dropped or not).
+pub(crate) async fn release(r: LockRef, period: Arc<Period>) -> Result<Unlocked> {
+    let holder = &r.holder;
+    let side = r.kind.side;
+    if period.lost.is_cancelled() || holder.period().map(|p| p.id) != Some(period.id) {
+        return Err(Error::lost(&r.name));
+    }
+    let before = holder.count(side);
+    let cmd = r.kind.unlock_cmd(&r.name, &holder.owner, ms(holder.lease()), &uuid::Uuid::new_v4().simple().to_string(), ms(r.core.latch));
+    let sent = Instant::now();
+    match r.target().release(cmd, r.sync(), before).await {
+        Ok((redis::Value::Nil, _)) => {
+            holder.lose(&period);
+            Err(Error::lost(&r.name))
+        }
+        Ok((v, synced)) => {
+            holder.released(side, sent);
+            let last = reply::int(&v)? == 1;
+            if let Some(s) = synced.filter(|s| s.acked == 0) {
+                return Err(Error::NoSyncedReplicas {
+                    command: r.kind.unlock.into(),
+                    name: r.name.to_string(),
+                    expected: s.expected,
+                    synced: s.acked,
+                    timeout: r.core.replica_sync_timeout,
+                });
+            }
+            Ok(if last { Unlocked::Last } else { Unlocked::HoldsLeft })
+        }
+        Err(e) => {
+            // Whatever happened, stop renewing this hold: if it is still there, its lease
+            // frees it. The next acquire reads the count back first.
+            holder.released(side, sent);
+            if matches!(e, Error::StateUnknown { .. }) {
+                holder.set_pending_unlock();
+            }
+            Err(e)
+        }
+    }
+}

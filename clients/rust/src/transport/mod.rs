@@ -1,0 +1,395 @@
+//! The transport: every request of the library goes out here, on the library's own
+//! connections, to the server its key lives on.
+//!
+//! The rules (docs/clients.md, "How they behave"):
+//! - A request is sent once. A reply that does not come (the request's timeout, a broken
+//!   connection) is a [`Lost`] reply, for the caller to settle by asking the server; the
+//!   transport never re-sends it. The connection it went out on is closed.
+//! - An error reply that says the request was not run (`MOVED`, `ASK`, `TRYAGAIN`, and on a
+//!   Cluster or behind Sentinel also `CLUSTERDOWN`, `LOADING`, `READONLY`, `MASTERDOWN`, a
+//!   parked client `UNBLOCKED` by a role change) makes it learn the topology again and send the
+//!   request again, which is safe because nothing was done.
+//! - A request given a cancellation token that fires while it waits is answered at once with
+//!   `CLIENT UNBLOCK <id> TIMEOUT` from another connection; the transport keeps reading its
+//!   reply (a timeout, or a grant that came first) for the caller to give back.
+
+mod link;
+mod replicas;
+pub(crate) mod topology;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::{Cmd, ConnectionInfo, Pipeline, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use link::Node;
+use link::{Link, NodePool};
+pub(crate) use replicas::Synced;
+use replicas::Durability;
+use topology::{io_error, Topology};
+
+use crate::error::Error;
+
+/// Sends of one request that the server refused without running it.
+const MAX_REDIRECTS: usize = 6;
+/// Times a read that changes nothing is sent when its reply is lost.
+const READ_ATTEMPTS: usize = 3;
+
+/// A reply that did not come: the request may or may not have run.
+#[derive(Debug, Clone)]
+pub(crate) struct Lost {
+    /// The node it went to.
+    pub node: Node,
+    /// The server's id of the connection it went out on, for `CLIENT KILL ID`.
+    pub client_id: Option<i64>,
+    /// What happened (for messages).
+    pub cause: String,
+}
+
+/// Why a request has no reply to read.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// Sent, and its reply lost.
+    Lost(Lost),
+    /// Not run: an error reply, or no connection could be made.
+    Failed(Error),
+}
+
+impl From<Error> for CallError {
+    fn from(e: Error) -> Self {
+        CallError::Failed(e)
+    }
+}
+
+/// The replies of one request.
+pub(crate) struct Replies {
+    pub values: Vec<Value>,
+    /// What the replica sync pipelined after the request replied (None: nothing to wait for).
+    pub synced: Option<Synced>,
+}
+
+/// One request: commands pipelined on one connection to the node of `key`.
+pub(crate) struct Request<'a> {
+    pub key: &'a str,
+    pub cmds: &'a [Cmd],
+    /// How long to wait for the replies (None: without limit, for `BLOCK 0`).
+    pub timeout: Option<Duration>,
+    /// Fires when the caller stops waiting (an acquire future dropped).
+    pub cancel: Option<&'a CancellationToken>,
+    /// Pipeline the replica sync (`WAIT`, `WAITAOF`) after the commands.
+    pub sync: Option<Duration>,
+}
+
+pub(crate) struct Transport {
+    topology: Topology,
+    nodes: Mutex<HashMap<String, Node>>,
+    connect_timeout: Duration,
+    /// How long a cancelled request's reply may take after `CLIENT UNBLOCK`.
+    grace: Duration,
+}
+
+impl Transport {
+    pub fn new(topology: Topology, connect_timeout: Duration, grace: Duration) -> Transport {
+        Transport { topology, nodes: Mutex::new(HashMap::new()), connect_timeout, grace }
+    }
+
+    fn node(&self, info: ConnectionInfo) -> Result<Node, Error> {
+        let addr = info.addr().to_string();
+        let mut nodes = self.nodes.lock().map_err(|_| Error::Closed)?;
+        if let Some(n) = nodes.get(&addr) {
+            return Ok(n.clone());
+        }
+        let n = Arc::new(NodePool::new(info, self.connect_timeout)?);
+        nodes.insert(addr, n.clone());
+        Ok(n)
+    }
+
+    /// The node serving `key` now (learning the topology first if it is not known).
+    pub async fn node_for(&self, key: &str) -> Result<Node, Error> {
+        if let Some(info) = self.topology.route(key) {
+            return self.node(info);
+        }
+        self.topology.refresh(self.connect_timeout).await?;
+        let info = self.topology.route(key).ok_or_else(|| Error::Redis(io_error("no node serves the key's slot")))?;
+        self.node(info)
+    }
+
+    /// Closes every idle connection.
+    pub fn close(&self) {
+        if let Ok(nodes) = self.nodes.lock() {
+            for n in nodes.values() {
+                n.clear();
+            }
+        }
+    }
+
+    async fn refresh(&self, attempt: usize) {
+        tokio::time::sleep(Duration::from_millis((50u64 << attempt.min(4)).min(1000))).await;
+        if let Err(e) = self.topology.refresh(self.connect_timeout).await {
+            tracing::debug!("redis-lockmod: topology refresh failed: {e}");
+        }
+    }
+
+    /// Sends `req` and returns its replies (see the module docs for what is sent again).
+    pub async fn call(&self, req: Request<'_>) -> Result<Replies, CallError> {
+        let mut ask: Option<ConnectionInfo> = None;
+        let mut failure = Error::Redis(io_error("request refused too many times"));
+        for attempt in 0..MAX_REDIRECTS {
+            let last = attempt + 1 == MAX_REDIRECTS;
+            let asking = ask.is_some();
+            let node = match ask.take() {
+                Some(info) => self.node(info)?,
+                None => match self.node_for(req.key).await {
+                    Ok(n) => n,
+                    Err(e) if !last => {
+                        failure = e;
+                        self.refresh(attempt).await;
+                        continue;
+                    }
+                    Err(e) => return Err(CallError::Failed(e)),
+                },
+            };
+            let mut link = match node.take().await {
+                Ok(l) => l,
+                Err(e) => {
+                    failure = Error::Redis(e);
+                    // Nothing was sent: a Cluster or Sentinel may point elsewhere now.
+                    if !last && !self.is_standalone() {
+                        self.refresh(attempt).await;
+                        continue;
+                    }
+                    return Err(CallError::Failed(failure));
+                }
+            };
+            let durability = match req.sync {
+                Some(_) => Some(self.durability(&node).await),
+                None => None,
+            };
+            let sync_cmds = match (durability, req.sync) {
+                (Some(d), Some(t)) => replicas::sync_cmds(d, t),
+                _ => Vec::new(),
+            };
+            let mut pipe = redis::pipe();
+            if asking {
+                pipe.cmd("ASKING");
+            }
+            for c in req.cmds.iter().chain(sync_cmds.iter()) {
+                pipe.add_command(c.clone());
+            }
+            let client_id = link.client_id;
+            let n = req.cmds.len() + sync_cmds.len() + usize::from(asking);
+            // The sync commands wait up to their own timeout after the request.
+            let timeout = req.timeout.map(|t| t + req.sync.filter(|_| !sync_cmds.is_empty()).unwrap_or_default());
+            let sent = self.send(&mut link, &pipe, n, timeout, req.cancel, &node).await;
+            let (mut values, unblocked) = match sent {
+                Ok(v) => v,
+                Err(cause) => return Err(CallError::Lost(Lost { node, client_id, cause })),
+            };
+            if unblocked {
+                // CLIENT UNBLOCK named this connection: never let it reach a later request.
+                drop(link);
+            } else {
+                node.put(link);
+            }
+            if asking && !values.is_empty() {
+                values.remove(0);
+            }
+            let Some(err) = first_error(&values[..req.cmds.len().min(values.len())]) else {
+                let sync_replies = values.split_off(req.cmds.len().min(values.len()));
+                let synced = durability.and_then(|d| replicas::parse_synced(d, &sync_replies));
+                return Ok(Replies { values, synced });
+            };
+            if let Some(redirect) = self.redirect(&err) {
+                if !last {
+                    if let Some((host, port)) = redirect.ask {
+                        ask = Some(topology::with_addr(&node.info, host, port));
+                    } else {
+                        self.refresh(attempt).await;
+                    }
+                    failure = Error::Redis(err);
+                    continue;
+                }
+            }
+            return Err(CallError::Failed(Error::Redis(err)));
+        }
+        Err(CallError::Failed(failure))
+    }
+
+    /// The node's replica count and AOF setting: read once, then again in the background
+    /// when stale.
+    async fn durability(&self, node: &Node) -> Durability {
+        let (seen, stale) = node.durability.get();
+        match seen {
+            None => {
+                let d = replicas::read_durability(node, self.connect_timeout).await.unwrap_or_default();
+                node.durability.set(d);
+                d
+            }
+            Some(d) => {
+                if stale && node.durability.claim_refresh() {
+                    let node = node.clone();
+                    let timeout = self.connect_timeout;
+                    tokio::spawn(async move {
+                        if let Some(d) = replicas::read_durability(&node, timeout).await {
+                            node.durability.set(d);
+                        }
+                        node.durability.refreshed();
+                    });
+                }
+                d
+            }
+        }
+    }
+
+    fn is_standalone(&self) -> bool {
+        matches!(self.topology, Topology::Standalone(_))
+    }
+
+    /// Whether `err` says the request was not run, and where to send it (`ASK`).
+    fn redirect(&self, err: &redis::RedisError) -> Option<Redirect> {
+        let code = err.code().unwrap_or("");
+        match code {
+            "ASK" => {
+                let ask = err.redirect_node().and_then(|(addr, _)| {
+                    let (h, p) = addr.rsplit_once(':')?;
+                    Some((h.to_string(), p.parse().ok()?))
+                });
+                Some(Redirect { ask })
+            }
+            "MOVED" | "TRYAGAIN" => Some(Redirect { ask: None }),
+            "CLUSTERDOWN" | "LOADING" | "READONLY" | "MASTERDOWN" | "UNBLOCKED" if !self.is_standalone() => {
+                Some(Redirect { ask: None })
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes the pipeline and reads its replies, within `timeout`; a cancellation fires
+    /// `CLIENT UNBLOCK` and keeps reading for at most the grace period.
+    async fn send(
+        &self,
+        link: &mut Link,
+        pipe: &Pipeline,
+        n: usize,
+        timeout: Option<Duration>,
+        cancel: Option<&CancellationToken>,
+        node: &Node,
+    ) -> Result<(Vec<Value>, bool), String> {
+        let client_id = link.client_id;
+        let mut conn = link.conn.clone();
+        let fut = conn.send_packed_commands(pipe, 0, n);
+        tokio::pin!(fut);
+        let mut deadline = timeout.map(|t| Instant::now() + t);
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        let mut unblocked = false;
+        loop {
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = &mut fut => return r.map(|v| (v, unblocked)).map_err(|e| e.to_string()),
+                _ = sleep => return Err(format!("no reply within {:?}", timeout.unwrap_or_default())),
+                _ = cancel.cancelled(), if !unblocked => {
+                    unblocked = true;
+                    let Some(id) = client_id else { return Err("cancelled (no client id to unblock)".into()) };
+                    if let Err(e) = self.unblock(node, id).await {
+                        return Err(format!("cancelled; CLIENT UNBLOCK failed: {e}"));
+                    }
+                    // Its reply (a timeout, or a grant that came first) follows at once.
+                    let by = Instant::now() + self.grace;
+                    deadline = Some(deadline.map_or(by, |d| d.min(by)));
+                }
+            }
+        }
+    }
+
+    /// `CLIENT UNBLOCK id TIMEOUT` on another connection to `node`.
+    async fn unblock(&self, node: &Node, id: i64) -> Result<(), Error> {
+        let mut link = node.take().await?;
+        let mut c = redis::cmd("CLIENT");
+        c.arg("UNBLOCK").arg(id).arg("TIMEOUT");
+        match tokio::time::timeout(self.grace, link.conn.send_packed_command(&c)).await {
+            Ok(Ok(_)) => {
+                node.put(link);
+                Ok(())
+            }
+            Ok(Err(e)) if e.code().is_some() => {
+                node.put(link);
+                Err(Error::Redis(e))
+            }
+            Ok(Err(e)) => Err(Error::Redis(e)),
+            Err(_) => Err(Error::Redis(io_error("CLIENT UNBLOCK timed out"))),
+        }
+    }
+
+    /// `CLIENT KILL ID` of the connection a lost request went out on, on the same node: once it
+    /// answers, that request has either run or never will. Best effort: without the permission
+    /// (or the id) the settling read relies on the server having read that connection first.
+    pub async fn barrier(&self, lost: &Lost, timeout: Duration) {
+        let Some(id) = lost.client_id else { return };
+        let mut c = redis::cmd("CLIENT");
+        c.arg("KILL").arg("ID").arg(id);
+        for attempt in 0..3u32 {
+            if let Ok(mut link) = lost.node.take().await {
+                match tokio::time::timeout(timeout, link.conn.send_packed_command(&c)).await {
+                    Ok(Ok(_)) => return lost.node.put(link),
+                    // No such client any more, or no permission: nothing more to do.
+                    Ok(Err(e)) if e.code().is_some() => return lost.node.put(link),
+                    _ => {}
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+        }
+    }
+
+    /// One command that changes nothing: sent again (up to 3 times) while its reply is lost.
+    pub async fn read(&self, key: &str, cmd: Cmd, timeout: Duration) -> Result<Value, Error> {
+        let cmds = [cmd];
+        let mut last = String::new();
+        for _ in 0..READ_ATTEMPTS {
+            match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync: None }).await {
+                Ok(mut r) => return Ok(r.values.pop().unwrap_or(Value::Nil)),
+                Err(CallError::Failed(e)) => return Err(e),
+                Err(CallError::Lost(l)) => last = l.cause,
+            }
+        }
+        Err(Error::unknown(&command_name(&cmds[0]), key, last))
+    }
+
+    /// One command that changes something: sent once; a lost reply is [`Error::StateUnknown`].
+    pub async fn once(&self, key: &str, cmd: Cmd, timeout: Duration) -> Result<Value, Error> {
+        let cmds = [cmd];
+        match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync: None }).await {
+            Ok(mut r) => Ok(r.values.pop().unwrap_or(Value::Nil)),
+            Err(CallError::Failed(e)) => Err(e),
+            Err(CallError::Lost(l)) => Err(Error::unknown(&command_name(&cmds[0]), key, l.cause)),
+        }
+    }
+}
+
+struct Redirect {
+    ask: Option<(String, u16)>,
+}
+
+/// The first error reply among `values`, as a redis-rs error.
+fn first_error(values: &[Value]) -> Option<redis::RedisError> {
+    values.iter().find_map(|v| match v {
+        Value::ServerError(e) => Some(redis::RedisError::from(e.clone())),
+        _ => None,
+    })
+}
+
+/// A command's name, for messages.
+pub(crate) fn command_name(c: &Cmd) -> String {
+    match c.args_iter().next() {
+        Some(redis::Arg::Simple(b)) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    }
+}
