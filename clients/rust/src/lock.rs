@@ -252,6 +252,11 @@ impl Lock {
             Err(CallError::Failed(e)) => return Err(e),
             Err(CallError::Lost(lost)) => {
                 let (g, t) = r.target().settle_acquire(&lost, self.fenced, before).await?;
+                if !g {
+                    // Not granted, but the wait was cut short: an error, not "timed out".
+                    let detail = format!("{} reply lost ({}); settled: not granted", r.kind.acquire, lost.cause);
+                    return Err(Error::Redis(redis::RedisError::from((redis::ErrorKind::Io, "reply lost", detail))));
+                }
                 (g, t, None)
             }
         };
