@@ -25,6 +25,16 @@ use crate::watchdog;
 /// leaves the server at the grant): the local deadline is counted from then, or from the send
 /// if that is later, so that it never falls after the server's expiry by more than this.
 const GRANT_SLACK: Duration = Duration::from_millis(25);
+/// Sends of an acquire after a lost reply that the server settled as not granted.
+const MAX_RESENDS: usize = 3;
+
+/// When a wait ends (None: never).
+fn wait_deadline(wait: Wait) -> Option<Instant> {
+    match wait {
+        Wait::Forever => None,
+        Wait::For(d) => Some(Instant::now() + d),
+    }
+}
 
 /// What a background task needs of a lock, without keeping the application's client alive.
 #[derive(Clone, Debug)]
@@ -240,24 +250,44 @@ impl Lock {
             Wait::For(d) => (Some(ms(d)), Some(d + core.command_timeout)),
         };
         let lease = self.lease.unwrap_or(core.watchdog_lease);
-        let cmd = r.kind.acquire_cmd(&r.name, &r.holder.owner, ms(lease), ms(self.wait), block, self.fenced);
-        let cmds = [cmd];
-        let sent = Instant::now();
-        let req = Request { key: &r.name, cmds: &cmds, timeout, cancel: Some(&cancel), sync: r.sync() };
-        let (granted, token, synced) = match core.transport.call(req).await {
-            Ok(rep) => {
-                let (g, t) = kinds::parse_acquire(rep.values.first().unwrap_or(&redis::Value::Int(0)), self.fenced)?;
-                (g, t, rep.synced)
-            }
-            Err(CallError::Failed(e)) => return Err(e),
-            Err(CallError::Lost(lost)) => {
-                let (g, t) = r.target().settle_acquire(&lost, self.fenced, before).await?;
-                if !g {
-                    // Not granted, but the wait was cut short: an error, not "timed out".
+        let give_up = wait_deadline(wait);
+        let mut resends = 0;
+        let (granted, token, synced, block, sent) = loop {
+            let block = match (block, give_up) {
+                // A request sent again waits only what is left of the caller's wait.
+                (Some(b), Some(end)) if b > 0 => Some(ms(end.saturating_duration_since(Instant::now())).max(1)),
+                _ => block,
+            };
+            let timeout = match (block, timeout) {
+                (Some(b), Some(_)) if b > 0 => Some(Duration::from_millis(b) + core.command_timeout),
+                _ => timeout,
+            };
+            let cmd = r.kind.acquire_cmd(&r.name, &r.holder.owner, ms(lease), ms(self.wait), block, self.fenced);
+            let cmds = [cmd];
+            let sent = Instant::now();
+            let req = Request { key: &r.name, cmds: &cmds, timeout, cancel: Some(&cancel), sync: r.sync() };
+            match core.transport.call(req).await {
+                Ok(rep) => {
+                    let (g, t) = kinds::parse_acquire(rep.values.first().unwrap_or(&redis::Value::Int(0)), self.fenced)?;
+                    break (g, t, rep.synced, block, sent);
+                }
+                Err(CallError::Failed(e)) => return Err(e),
+                Err(CallError::Lost(lost)) => {
+                    let (g, t, certain) = r.target().settle_acquire(&lost, self.fenced, before).await?;
+                    if g {
+                        break (g, t, None, block, sent);
+                    }
+                    // Not granted, and the connection it went out on is closed in the server
+                    // (a failover, a restart): it can never run later, so sending it again is
+                    // safe, within what is left of the wait.
+                    let time_left = give_up.is_none_or(|end| Instant::now() < end);
+                    if certain && time_left && !cancel.is_cancelled() && resends < MAX_RESENDS {
+                        resends += 1;
+                        continue;
+                    }
                     let detail = format!("{} reply lost ({}); settled: not granted", r.kind.acquire, lost.cause);
                     return Err(Error::Redis(redis::RedisError::from((redis::ErrorKind::Io, "reply lost", detail))));
                 }
-                (g, t, None)
             }
         };
         if !granted {

@@ -186,7 +186,13 @@ impl Transport {
             let sent = self.send(&mut link, &pipe, n, timeout, req.cancel, &node).await;
             let (mut values, unblocked) = match sent {
                 Ok(v) => v,
-                Err(cause) => return Err(CallError::Lost(Lost { node, client_id, cause })),
+                Err(cause) => {
+                    if cause.broken {
+                        // A failover or a restart closes every connection: drop the idle ones.
+                        node.clear();
+                    }
+                    return Err(CallError::Lost(Lost { node, client_id, cause: cause.what }));
+                }
             };
             if unblocked {
                 // CLIENT UNBLOCK named this connection: never let it reach a later request.
@@ -277,7 +283,7 @@ impl Transport {
         timeout: Option<Duration>,
         cancel: Option<&CancellationToken>,
         node: &Node,
-    ) -> Result<(Vec<Value>, bool), String> {
+    ) -> Result<(Vec<Value>, bool), SendError> {
         let client_id = link.client_id;
         let mut conn = link.conn.clone();
         let fut = conn.send_packed_commands(pipe, 0, n);
@@ -294,13 +300,15 @@ impl Transport {
                 }
             };
             tokio::select! {
-                r = &mut fut => return r.map(|v| (v, unblocked)).map_err(|e| e.to_string()),
-                _ = sleep => return Err(format!("no reply within {:?}", timeout.unwrap_or_default())),
+                r = &mut fut => return r.map(|v| (v, unblocked)).map_err(|e| SendError { what: e.to_string(), broken: true }),
+                _ = sleep => return Err(SendError { what: format!("no reply within {:?}", timeout.unwrap_or_default()), broken: false }),
                 _ = cancel.cancelled(), if !unblocked => {
                     unblocked = true;
-                    let Some(id) = client_id else { return Err("cancelled (no client id to unblock)".into()) };
+                    let Some(id) = client_id else {
+                        return Err(SendError { what: "cancelled (no client id to unblock)".into(), broken: false });
+                    };
                     if let Err(e) = self.unblock(node, id).await {
-                        return Err(format!("cancelled; CLIENT UNBLOCK failed: {e}"));
+                        return Err(SendError { what: format!("cancelled; CLIENT UNBLOCK failed: {e}"), broken: false });
                     }
                     // Its reply (a timeout, or a grant that came first) follows at once.
                     let by = Instant::now() + self.grace;
@@ -332,21 +340,29 @@ impl Transport {
     /// `CLIENT KILL ID` of the connection a lost request went out on, on the same node: once it
     /// answers, that request has either run or never will. Best effort: without the permission
     /// (or the id) the settling read relies on the server having read that connection first.
-    pub async fn barrier(&self, lost: &Lost, timeout: Duration) {
-        let Some(id) = lost.client_id else { return };
+    /// True when that is certain (killed now, or already gone).
+    pub async fn barrier(&self, lost: &Lost, timeout: Duration) -> bool {
+        let Some(id) = lost.client_id else { return false };
         let mut c = redis::cmd("CLIENT");
         c.arg("KILL").arg("ID").arg(id);
         for attempt in 0..3u32 {
             if let Ok(mut link) = lost.node.take().await {
                 match tokio::time::timeout(timeout, link.conn.send_packed_command(&c)).await {
-                    Ok(Ok(_)) => return lost.node.put(link),
-                    // No such client any more, or no permission: nothing more to do.
-                    Ok(Err(e)) if e.code().is_some() => return lost.node.put(link),
+                    Ok(Ok(_)) => {
+                        lost.node.put(link);
+                        return true;
+                    }
+                    // "No such client": gone already, with whatever it had not run yet.
+                    Ok(Err(e)) if e.code().is_some() => {
+                        lost.node.put(link);
+                        return e.to_string().contains("No such client");
+                    }
                     _ => {}
                 }
             }
             tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
         }
+        false
     }
 
     /// One command that changes nothing: sent again (up to 3 times) while its reply is lost.
@@ -372,6 +388,13 @@ impl Transport {
             Err(CallError::Lost(l)) => Err(Error::unknown(&command_name(&cmds[0]), key, l.cause)),
         }
     }
+}
+
+/// Why a request's replies did not come.
+struct SendError {
+    what: String,
+    /// The connection broke (as opposed to no reply in time).
+    broken: bool,
 }
 
 struct Redirect {
