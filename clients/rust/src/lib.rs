@@ -1,5 +1,5 @@
 //! Redisson's locks and synchronizers for Rust (tokio, redis-rs), on the
-//! [redis-lockmod](https://github.com/) Redis module: [`Lock`], [`ReadWriteLock`], the fair
+//! redis-lockmod Redis module: [`Lock`], [`ReadWriteLock`], the fair
 //! lock, fencing tokens, [`Semaphore`], [`PermitExpirableSemaphore`] and [`CountDownLatch`],
 //! with Redisson's keys and owner names, so that Rust, Java (Redisson), Python and Node share
 //! one lock by name.
@@ -43,3 +43,13 @@ pub use guard::{LockGuard, Unlocked};
 pub use lock::{FairLock, Lock, ReadWriteLock};
 pub use sync::{CountDownLatch, PermitExpirableSemaphore, PermitGuard, Semaphore, SemaphoreGuard};
 pub use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+// The examples of the crate's README and of docs/clients.md ("Rust") run as doctests
+// (`make test-docs`, against the servers scripts/doc-servers.sh starts).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/clients.md")]
+struct ClientsDocExamples;

@@ -17,7 +17,7 @@ use crate::transport::{CallError, Request};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1/".into());
 /// # let locks = redis_lockmod_client::LockClient::new(redis::Client::open(url)?)?;
-/// let latch = locks.count_down_latch("ready");
+/// let latch = locks.count_down_latch("started");
 /// latch.try_set_count(1).await?;
 /// let waiter = tokio::spawn({
 ///     let latch = latch.clone();

@@ -25,7 +25,7 @@ use crate::transport::{CallError, Request};
 /// # let locks = redis_lockmod_client::LockClient::new(redis::Client::open(url)?)?;
 /// use std::time::Duration;
 ///
-/// let workers = locks.permit_expirable_semaphore("workers").with_lease(Duration::from_secs(60));
+/// let workers = locks.permit_expirable_semaphore("crawlers").with_lease(Duration::from_secs(60));
 /// workers.try_set_permits(2).await?;
 /// let permit = workers.acquire(1).await?;       // comes back by itself after 60 s
 /// permit.update_lease(Duration::from_secs(120)).await?;

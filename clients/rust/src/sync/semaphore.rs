@@ -18,7 +18,7 @@ use crate::transport::{CallError, Request};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1/".into());
 /// # let locks = redis_lockmod_client::LockClient::new(redis::Client::open(url)?)?;
-/// let sem = locks.semaphore("db-connections");
+/// let sem = locks.semaphore("pool");
 /// sem.try_set_permits(3, None).await?;              // false if it exists already
 /// let two = sem.acquire(2).await?;                  // waits in the server (BLOCK)
 /// assert_eq!(sem.available_permits().await?, 1);
