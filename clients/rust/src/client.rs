@@ -137,7 +137,9 @@ impl LockClientBuilder {
         let topology = match servers {
             Servers::Standalone(c) => Topology::Standalone(c.get_connection_info().clone()),
             Servers::Cluster(seeds) => Topology::Cluster { seeds, slots: Default::default() },
-            Servers::Sentinel(s) => Topology::Sentinel { client: tokio::sync::Mutex::new(s), primary: Default::default() },
+            Servers::Sentinel(s) => {
+                Topology::Sentinel { client: Box::new(tokio::sync::Mutex::new(s)), primary: Default::default() }
+            }
         };
         let renew_interval = self.renew_interval.unwrap_or(self.watchdog_lease / 3).max(Duration::from_millis(1));
         // The reads and re-sent unlocks that settle a lost reply wait longer than a command:

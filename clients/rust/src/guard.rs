@@ -6,9 +6,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+use crate::client::LockClient;
 use crate::error::{Error, Result};
 use crate::holder::Period;
-use crate::lock::{ms, Lock, LockRef};
+use crate::lockref::{ms, LockRef};
 use crate::reply;
 
 /// What an unlock did.
@@ -36,26 +37,33 @@ pub enum Unlocked {
 #[must_use = "dropping a guard releases the lock at once (in the background)"]
 #[derive(Debug)]
 pub struct LockGuard {
-    lock: Lock,
+    /// Keeps the client (and so the watchdog) alive while the hold is.
+    _client: LockClient,
+    r: LockRef,
     period: Arc<Period>,
     token: Option<u64>,
     done: bool,
 }
 
 impl LockGuard {
-    pub(crate) fn new(lock: Lock, period: Arc<Period>, token: Option<u64>) -> LockGuard {
-        LockGuard { lock, period, token, done: false }
+    pub(crate) fn new(client: LockClient, r: LockRef, period: Arc<Period>, token: Option<u64>) -> LockGuard {
+        LockGuard { _client: client, r, period, token, done: false }
     }
 
-    /// The fencing token of this grant (fenced locks: [`Lock::fenced`]). Pass it with every
+    /// The fencing token of this grant (fenced locks: [`Lock::fenced`](crate::Lock::fenced)). Pass it with every
     /// write to the protected resource, which refuses tokens below the highest it has seen.
     pub fn token(&self) -> Option<u64> {
         self.token
     }
 
-    /// The lock this guard holds.
-    pub fn lock(&self) -> &Lock {
-        &self.lock
+    /// The name of the lock this guard holds.
+    pub fn name(&self) -> &str {
+        &self.r.name
+    }
+
+    /// The owner name it is held under (`<client uuid>:<n>`).
+    pub fn owner(&self) -> &str {
+        &self.r.holder.owner
     }
 
     /// Whether the lock was lost while held (a renewal found it gone, the lease ran out, a
@@ -82,7 +90,7 @@ impl LockGuard {
     /// and frees itself within its lease. Dropping this future does not stop the release.
     pub async fn unlock(mut self) -> Result<Unlocked> {
         self.done = true;
-        let r = self.lock.r.clone();
+        let r = self.r.clone();
         let period = self.period.clone();
         r.core.spawn(release(r.clone(), period)).await.map_err(|_| Error::Closed)?
     }
@@ -93,13 +101,15 @@ impl Drop for LockGuard {
         if self.done {
             return;
         }
-        let r = self.lock.r.clone();
+        let r = self.r.clone();
         let period = self.period.clone();
         r.core.clone().spawn(async move {
             let name = r.name.clone();
             match release(r, period).await {
                 Ok(_) => {}
-                Err(Error::LockLost { .. }) => tracing::warn!("redis-lockmod: lock {name} was lost before its guard was dropped"),
+                Err(Error::LockLost { .. }) => {
+                    tracing::warn!("redis-lockmod: lock {name} was lost before its guard was dropped")
+                }
                 Err(e) => tracing::warn!("redis-lockmod: releasing the dropped guard of {name} failed: {e}"),
             }
         });
@@ -114,7 +124,13 @@ pub(crate) async fn release(r: LockRef, period: Arc<Period>) -> Result<Unlocked>
         return Err(Error::lost(&r.name));
     }
     let before = holder.count(side);
-    let cmd = r.kind.unlock_cmd(&r.name, &holder.owner, ms(holder.lease()), &uuid::Uuid::new_v4().simple().to_string(), ms(r.core.latch));
+    let cmd = r.kind.unlock_cmd(
+        &r.name,
+        &holder.owner,
+        ms(holder.lease()),
+        &uuid::Uuid::new_v4().simple().to_string(),
+        ms(r.core.latch),
+    );
     let sent = Instant::now();
     match r.target().release(cmd, r.sync(), before).await {
         Ok((redis::Value::Nil, _)) => {

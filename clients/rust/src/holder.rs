@@ -103,15 +103,18 @@ impl Holder {
         let mut s = self.state();
         let before = s.counts[idx(side)];
         let total: i64 = s.counts.iter().sum();
-        let mut new = false;
-        if total == 0 || s.period.is_none() {
-            let id = self.periods.fetch_add(1, Ordering::Relaxed) + 1;
-            s.period = Some(Arc::new(Period { id, lost: CancellationToken::new(), ended: CancellationToken::new() }));
-            s.watchdog = false;
-            s.read_deadlines.clear();
-            s.deadline = None;
-            new = true;
-        }
+        let (period, new) = match s.period.clone() {
+            Some(p) if total > 0 => (p, false),
+            _ => {
+                let id = self.periods.fetch_add(1, Ordering::Relaxed) + 1;
+                let p = Arc::new(Period { id, lost: CancellationToken::new(), ended: CancellationToken::new() });
+                s.period = Some(p.clone());
+                s.watchdog = false;
+                s.read_deadlines.clear();
+                s.deadline = None;
+                (p, true)
+            }
+        };
         s.counts[idx(side)] += 1;
         s.lease = lease;
         s.watchdog |= watchdog;
@@ -127,7 +130,6 @@ impl Holder {
             Side::Write if before > 0 => s.deadline.map_or(end, |d| d + lease),
             Side::Write => end,
         });
-        let period = s.period.clone().unwrap_or_else(|| unreachable_period());
         drop(s);
         self.wake.notify_one();
         (period, new)
@@ -217,11 +219,6 @@ impl Holder {
     pub fn pending_unlock(&self) -> bool {
         self.state().pending_unlock
     }
-}
-
-/// `granted` always sets a period just above; this only satisfies the types without a panic.
-fn unreachable_period() -> Arc<Period> {
-    Arc::new(Period { id: 0, lost: CancellationToken::new(), ended: CancellationToken::new() })
 }
 
 #[cfg(test)]

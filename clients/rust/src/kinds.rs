@@ -76,7 +76,15 @@ impl Kind {
 
     /// The acquire: `BLOCK ms` to wait in the server (0: no limit), else the immediate form
     /// (for the fair lock `NOQUEUE`, Redisson's `tryLock()`, which queues nothing).
-    pub fn acquire_cmd(&self, name: &str, owner: &str, lease_ms: u64, wait_ms: u64, block_ms: Option<u64>, token: bool) -> Cmd {
+    pub fn acquire_cmd(
+        &self,
+        name: &str,
+        owner: &str,
+        lease_ms: u64,
+        wait_ms: u64,
+        block_ms: Option<u64>,
+        token: bool,
+    ) -> Cmd {
         let mut c = redis::cmd(self.acquire);
         c.arg(name).arg(owner).arg(lease_ms);
         if self.fair {

@@ -30,6 +30,7 @@ mod guard;
 mod holder;
 mod kinds;
 mod lock;
+mod lockref;
 mod names;
 mod protocol;
 mod reply;

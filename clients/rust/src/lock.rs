@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{Core, LockClient, FAIR_WAIT};
+use crate::client::{LockClient, FAIR_WAIT};
 use crate::detach::detached;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::holder::Holder;
 use crate::kinds::{self, Kind};
-use crate::protocol::Target;
+use crate::lockref::{ms, LockRef};
 use crate::reply;
 use crate::transport::{CallError, Request};
 use crate::watchdog;
@@ -33,26 +33,6 @@ fn wait_deadline(wait: Wait) -> Option<Instant> {
     match wait {
         Wait::Forever => None,
         Wait::For(d) => Some(Instant::now() + d),
-    }
-}
-
-/// What a background task needs of a lock, without keeping the application's client alive.
-#[derive(Clone, Debug)]
-pub(crate) struct LockRef {
-    pub core: Arc<Core>,
-    pub name: Arc<str>,
-    pub kind: &'static Kind,
-    pub holder: Arc<Holder>,
-}
-
-impl LockRef {
-    pub fn target(&self) -> Target<'_> {
-        Target { core: &self.core, kind: self.kind, name: &self.name, owner: &self.holder.owner }
-    }
-
-    /// The replica sync of this client, if on.
-    pub fn sync(&self) -> Option<Duration> {
-        self.core.sync_replicas.then_some(self.core.replica_sync_timeout)
     }
 }
 
@@ -117,7 +97,13 @@ impl LockClient {
     fn new_lock(&self, name: &str, kind: &'static Kind, holder: Option<Arc<Holder>>) -> Lock {
         let core = self.core().clone();
         let holder = holder.unwrap_or_else(|| Arc::new(Holder::new(core.next_owner())));
-        Lock { client: self.clone(), r: LockRef { core, name: name.into(), kind, holder }, lease: None, fenced: false, wait: FAIR_WAIT }
+        Lock {
+            client: self.clone(),
+            r: LockRef { core, name: name.into(), kind, holder },
+            lease: None,
+            fenced: false,
+            wait: FAIR_WAIT,
+        }
     }
 
     /// A reentrant lock (Redisson's `RLock`): a new holder.
@@ -143,10 +129,6 @@ impl LockClient {
 enum Wait {
     Forever,
     For(Duration),
-}
-
-pub(crate) fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Lock {
@@ -268,7 +250,8 @@ impl Lock {
             let req = Request { key: &r.name, cmds: &cmds, timeout, cancel: Some(&cancel), sync: r.sync() };
             match core.transport.call(req).await {
                 Ok(rep) => {
-                    let (g, t) = kinds::parse_acquire(rep.values.first().unwrap_or(&redis::Value::Int(0)), self.fenced)?;
+                    let (g, t) =
+                        kinds::parse_acquire(rep.values.first().unwrap_or(&redis::Value::Int(0)), self.fenced)?;
                     break (g, t, rep.synced, block, sent);
                 }
                 Err(CallError::Failed(e)) => return Err(e),
@@ -298,7 +281,7 @@ impl Lock {
         if new {
             core.spawn(watchdog::watch(r.clone(), period.clone()));
         }
-        let guard = LockGuard::new(self.clone(), period, token);
+        let guard = LockGuard::new(self.client.clone(), r.clone(), period, token);
         if let Some(s) = synced.filter(|s| s.acked == 0) {
             // No replica has the grant: a failover could hand the lock to someone else.
             let _ = guard.unlock().await;
@@ -316,7 +299,12 @@ impl Lock {
     /// This holder's hold count on this lock, from the server (`*.HOLDS`; Redisson's
     /// `getHoldCount`).
     pub async fn hold_count(&self) -> Result<i64> {
-        let v = self.r.core.transport.read(&self.r.name, self.r.kind.holds_cmd(&self.r.name, &self.r.holder.owner), self.r.core.command_timeout).await?;
+        let v = self
+            .r
+            .core
+            .transport
+            .read(&self.r.name, self.r.kind.holds_cmd(&self.r.name, &self.r.holder.owner), self.r.core.command_timeout)
+            .await?;
         self.r.kind.parse_holds(&v)
     }
 
@@ -327,20 +315,35 @@ impl Lock {
 
     /// Whether anyone holds it (a read or write side: in its mode).
     pub async fn is_locked(&self) -> Result<bool> {
-        let v = self.r.core.transport.read(&self.r.name, self.r.kind.locked_cmd(&self.r.name), self.r.core.command_timeout).await?;
+        let v = self
+            .r
+            .core
+            .transport
+            .read(&self.r.name, self.r.kind.locked_cmd(&self.r.name), self.r.core.command_timeout)
+            .await?;
         self.r.kind.parse_locked(&v)
     }
 
     /// The lock's remaining lease in ms (`PTTL`): -2 when free, -1 when it has no expiry.
     pub async fn remaining_ms(&self) -> Result<i64> {
-        let v = self.r.core.transport.read(&self.r.name, redis::cmd("PTTL").arg(&*self.r.name).clone(), self.r.core.command_timeout).await?;
+        let v = self
+            .r
+            .core
+            .transport
+            .read(&self.r.name, redis::cmd("PTTL").arg(&*self.r.name).clone(), self.r.core.command_timeout)
+            .await?;
         reply::int(&v)
     }
 
     /// Frees the lock whoever holds it (a read or write side: if in its mode); true if it was
     /// held. Guards of this holder then report [`Error::LockLost`].
     pub async fn force_unlock(&self) -> Result<bool> {
-        let v = self.r.core.transport.once(&self.r.name, self.r.kind.force_cmd(&self.r.name), self.r.core.command_timeout).await?;
+        let v = self
+            .r
+            .core
+            .transport
+            .once(&self.r.name, self.r.kind.force_cmd(&self.r.name), self.r.core.command_timeout)
+            .await?;
         let freed = reply::int(&v)? == 1;
         if freed {
             if let Some(p) = self.r.holder.period() {

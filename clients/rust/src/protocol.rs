@@ -38,14 +38,25 @@ impl Target<'_> {
     pub async fn holds(&self, fenced: bool, why: &str) -> Result<(i64, Option<u64>), Error> {
         let holds = self.kind.holds_cmd(self.name, self.owner);
         let cmds: Vec<Cmd> = if fenced {
-            vec![redis::cmd("MULTI"), holds, redis::cmd("GET").arg(names::token_key(self.name)).clone(), redis::cmd("EXEC")]
+            vec![
+                redis::cmd("MULTI"),
+                holds,
+                redis::cmd("GET").arg(names::token_key(self.name)).clone(),
+                redis::cmd("EXEC"),
+            ]
         } else {
             vec![holds]
         };
         let give_up = Instant::now() + self.core.resolve_timeout;
         let mut delay = Duration::from_millis(25);
         loop {
-            let req = Request { key: self.name, cmds: &cmds, timeout: Some(self.core.settle_timeout), cancel: None, sync: None };
+            let req = Request {
+                key: self.name,
+                cmds: &cmds,
+                timeout: Some(self.core.settle_timeout),
+                cancel: None,
+                sync: None,
+            };
             match self.core.transport.call(req).await {
                 Ok(r) => {
                     let last = r.values.last().unwrap_or(&Value::Nil);
@@ -54,11 +65,14 @@ impl Target<'_> {
                     }
                     let exec = reply::items(last)?;
                     let count = self.kind.parse_holds(exec.first().unwrap_or(&Value::Nil))?;
-                    let token = exec.get(1).map(reply::opt_int).transpose()?.flatten().and_then(|t| u64::try_from(t).ok());
+                    let token =
+                        exec.get(1).map(reply::opt_int).transpose()?.flatten().and_then(|t| u64::try_from(t).ok());
                     return Ok((count, token));
                 }
                 Err(CallError::Failed(e)) if !is_connection(&e) => return Err(e),
-                Err(CallError::Failed(e)) if Instant::now() >= give_up => return Err(Error::unknown(self.kind.holds, self.name, format!("{why}; {e}"))),
+                Err(CallError::Failed(e)) if Instant::now() >= give_up => {
+                    return Err(Error::unknown(self.kind.holds, self.name, format!("{why}; {e}")))
+                }
                 Err(CallError::Lost(l)) if Instant::now() >= give_up => {
                     return Err(Error::unknown(self.kind.holds, self.name, format!("{why}; {}", l.cause)))
                 }
@@ -73,7 +87,12 @@ impl Target<'_> {
     /// After a lost acquire reply: was it granted? `(granted, token, certain)`: `certain` when
     /// the connection it went out on is known closed in the server, so that it can never run
     /// later (a request not granted may then be sent again).
-    pub async fn settle_acquire(&self, lost: &Lost, fenced: bool, before: i64) -> Result<(bool, Option<u64>, bool), Error> {
+    pub async fn settle_acquire(
+        &self,
+        lost: &Lost,
+        fenced: bool,
+        before: i64,
+    ) -> Result<(bool, Option<u64>, bool), Error> {
         let certain = self.core.transport.barrier(lost, self.core.settle_timeout).await;
         let why = format!("{} reply lost ({})", self.kind.acquire, lost.cause);
         let (holds, token) = self.holds(fenced, &why).await?;
@@ -94,7 +113,12 @@ impl Target<'_> {
     /// which the server answers with the first outcome. Past half the latch's life the unlock
     /// is settled by asking. Returns the unlock's reply (nil, 0 or 1) and what the replica
     /// sync pipelined after it replied.
-    pub async fn release(&self, unlock: Cmd, sync: Option<Duration>, before: i64) -> Result<(Value, Option<Synced>), Error> {
+    pub async fn release(
+        &self,
+        unlock: Cmd,
+        sync: Option<Duration>,
+        before: i64,
+    ) -> Result<(Value, Option<Synced>), Error> {
         let first_sent = Instant::now();
         let resend_by = first_sent + self.core.latch / 2;
         let cmds = vec![unlock];
@@ -104,11 +128,21 @@ impl Target<'_> {
                 break;
             }
             let timeout = if attempt == 0 { self.core.command_timeout } else { self.core.settle_timeout };
-            match self.core.transport.call(Request { key: self.name, cmds: &cmds, timeout: Some(timeout), cancel: None, sync }).await {
+            match self
+                .core
+                .transport
+                .call(Request { key: self.name, cmds: &cmds, timeout: Some(timeout), cancel: None, sync })
+                .await
+            {
                 Ok(mut r) => return Ok((r.values.pop().unwrap_or(Value::Nil), r.synced)),
                 Err(CallError::Failed(e)) => return Err(e),
                 Err(CallError::Lost(l)) => {
-                    tracing::warn!("redis-lockmod: {} {}: reply lost ({}); sending the same LATCH request again", self.kind.unlock, self.name, l.cause);
+                    tracing::warn!(
+                        "redis-lockmod: {} {}: reply lost ({}); sending the same LATCH request again",
+                        self.kind.unlock,
+                        self.name,
+                        l.cause
+                    );
                     lost_on.push(l);
                 }
             }

@@ -17,7 +17,9 @@ fn unexpected(what: &str, v: &Value) -> Error {
 pub(crate) fn int(v: &Value) -> Result<i64, Error> {
     match v {
         Value::Int(i) => Ok(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()).ok_or_else(|| unexpected("an integer", v)),
+        Value::BulkString(b) => {
+            std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()).ok_or_else(|| unexpected("an integer", v))
+        }
         Value::SimpleString(s) => s.parse().map_err(|_| unexpected("an integer", v)),
         _ => Err(unexpected("an integer", v)),
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::holder::Period;
-use crate::lock::{ms, LockRef};
+use crate::lockref::{ms, LockRef};
 use crate::reply;
 use crate::transport::Request;
 

@@ -36,7 +36,9 @@ async fn a_grant_racing_the_cancellation_is_given_back() {
         let waiter = locks.lock(&name);
         let cut = Duration::from_micros(rng.gen_range(0..3000));
         let release = Duration::from_micros(rng.gen_range(0..3000));
-        let w = tokio::spawn(async move { tokio::time::timeout(cut + Duration::from_millis(5), waiter.acquire()).await.map(|g| g.map(drop)) });
+        let w = tokio::spawn(async move {
+            tokio::time::timeout(cut + Duration::from_millis(5), waiter.acquire()).await.map(|g| g.map(drop))
+        });
         tokio::time::sleep(Duration::from_millis(5) + release).await;
         held.unlock().await.unwrap();
         let _ = w.await.unwrap();
@@ -58,10 +60,13 @@ async fn permits_granted_to_a_cancelled_wait_are_given_back() {
     assert!(sem.try_set_permits(1, None).await.unwrap());
     let mut rng = rand::thread_rng();
     for _ in 0..30 {
-        let held = tokio::time::timeout(Duration::from_secs(5), sem.acquire(1)).await.expect("a permit leaked").unwrap();
+        let held =
+            tokio::time::timeout(Duration::from_secs(5), sem.acquire(1)).await.expect("a permit leaked").unwrap();
         let other = sem.clone();
         let cut = Duration::from_micros(rng.gen_range(0..3000));
-        let w = tokio::spawn(async move { tokio::time::timeout(cut + Duration::from_millis(5), other.acquire(1)).await.map(|g| g.map(drop)) });
+        let w = tokio::spawn(async move {
+            tokio::time::timeout(cut + Duration::from_millis(5), other.acquire(1)).await.map(|g| g.map(drop))
+        });
         tokio::time::sleep(Duration::from_millis(5) + Duration::from_micros(rng.gen_range(0..3000))).await;
         held.release().await.unwrap();
         let _ = w.await.unwrap();

@@ -98,7 +98,8 @@ async fn rust_holder(locks: LockClient, mode: &'static str, me: &'static str, n:
         if mode == "order" {
             let _: i64 = redis::cmd("RPUSH").arg("order").arg(me).query_async(&mut c).await.unwrap();
         }
-        let set: Option<String> = redis::cmd("SET").arg("cs:owner").arg(me).arg("NX").query_async(&mut c).await.unwrap();
+        let set: Option<String> =
+            redis::cmd("SET").arg("cs:owner").arg(me).arg("NX").query_async(&mut c).await.unwrap();
         if set.is_none() {
             let _: i64 = redis::cmd("INCR").arg("cs:violations").query_async(&mut c).await.unwrap();
         }

@@ -164,7 +164,8 @@ async fn a_fair_lock_serves_its_queue_in_order_and_a_try_does_not_queue() {
         });
         eventually("the waiter queued", || s.blocked() == i + 1).await;
     }
-    let queued: Vec<String> = redis::cmd("LRANGE").arg("redisson_lock_queue:{tickets}").arg(0).arg(-1).query(&mut s.conn()).unwrap();
+    let queued: Vec<String> =
+        redis::cmd("LRANGE").arg("redisson_lock_queue:{tickets}").arg(0).arg(-1).query(&mut s.conn()).unwrap();
     assert_eq!(queued.len(), 3, "parked waiters keep their place in Redisson's queue");
     first.unlock().await.unwrap();
     let mut order = Vec::new();

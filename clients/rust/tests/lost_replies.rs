@@ -24,7 +24,11 @@ async fn a_granted_acquire_whose_reply_is_lost_is_recognised_as_held() {
     let sleeper = s.sleep(1.2);
     let g = lock.try_acquire(Duration::ZERO).await.unwrap().expect("settled as granted");
     sleeper.join().unwrap();
-    assert_eq!(hgetall(&mut s.conn(), "lost-acquire"), vec![(lock.owner().to_string(), "1".to_string())], "granted once, never re-sent");
+    assert_eq!(
+        hgetall(&mut s.conn(), "lost-acquire"),
+        vec![(lock.owner().to_string(), "1".to_string())],
+        "granted once, never re-sent"
+    );
     assert_eq!(lock.hold_count().await.unwrap(), 1);
     g.unlock().await.unwrap();
     assert_eq!(support::pttl(&mut s.conn(), "lost-acquire"), -2);
@@ -59,7 +63,7 @@ async fn a_refused_acquire_whose_reply_is_lost_is_an_error_and_takes_nothing() {
     let r = lock.try_acquire(Duration::ZERO).await;
     sleeper.join().unwrap();
     assert!(matches!(&r, Err(Error::Redis(e)) if e.to_string().contains("settled: not granted")), "{r:?}");
-    assert_eq!(hgetall(&mut s.conn(), "lost-refused"), vec![(holder.lock().owner().to_string(), "1".to_string())]);
+    assert_eq!(hgetall(&mut s.conn(), "lost-refused"), vec![(holder.owner().to_string(), "1".to_string())]);
     holder.unlock().await.unwrap();
     locks.close().await;
 }
@@ -74,7 +78,11 @@ async fn a_lost_unlock_reply_is_not_applied_twice() {
     let sleeper = s.sleep(1.2);
     assert_eq!(b.unlock().await.unwrap(), Unlocked::HoldsLeft);
     sleeper.join().unwrap();
-    assert_eq!(hgetall(&mut s.conn(), "lost-unlock"), vec![(lock.owner().to_string(), "1".to_string())], "one hold released, not two");
+    assert_eq!(
+        hgetall(&mut s.conn(), "lost-unlock"),
+        vec![(lock.owner().to_string(), "1".to_string())],
+        "one hold released, not two"
+    );
     assert_eq!(a.unlock().await.unwrap(), Unlocked::Last);
     locks.close().await;
 }

@@ -72,7 +72,8 @@ async fn expirable_permits_have_ids_leases_and_a_lost_signal() {
     let p = psem.acquire(1).await.unwrap();
     assert_eq!(p.ids().len(), 1);
     assert!(p.ids()[0].len() == 32 && p.ids()[0].chars().all(|c| c.is_ascii_hexdigit()));
-    let score: Option<f64> = redis::cmd("ZSCORE").arg("{jobs}:timeout").arg(hex_bytes(&p.ids()[0])).query(&mut s.conn()).unwrap();
+    let score: Option<f64> =
+        redis::cmd("ZSCORE").arg("{jobs}:timeout").arg(hex_bytes(&p.ids()[0])).query(&mut s.conn()).unwrap();
     assert!(score.is_some(), "Redisson's zset holds the id's bytes");
     assert_eq!(psem.acquired_permits().await.unwrap(), 1);
     assert!(p.update_lease(Duration::from_millis(200)).await.unwrap());
@@ -83,7 +84,10 @@ async fn expirable_permits_have_ids_leases_and_a_lost_signal() {
     assert!(matches!(p.release().await, Err(Error::LockLost { .. })));
     let forever = locks.permit_expirable_semaphore("jobs");
     let q = forever.acquire(2).await.unwrap();
-    assert!(matches!(forever.release(&["00112233445566778899aabbccddeeff".to_string()]).await, Err(Error::NotHeld { .. })));
+    assert!(matches!(
+        forever.release(&["00112233445566778899aabbccddeeff".to_string()]).await,
+        Err(Error::NotHeld { .. })
+    ));
     q.release().await.unwrap();
     assert_eq!(forever.available_permits().await.unwrap(), 2);
     locks.close().await;

@@ -28,14 +28,16 @@ async fn locks_work_on_a_cluster_across_slots_and_a_failover() {
     for (n, g) in names.iter().zip(&guards) {
         assert_eq!(g.token(), Some(1), "{n}");
         let port = cluster.primary_for(n);
-        let holds: i64 = redis::cmd("LOCK.HOLDS").arg(*n).arg(g.lock().owner()).query(&mut cluster.conn(port)).unwrap();
+        let holds: i64 = redis::cmd("LOCK.HOLDS").arg(*n).arg(g.owner()).query(&mut cluster.conn(port)).unwrap();
         assert_eq!(holds, 1, "{n} is on the primary of its slot");
     }
     // A waiter parks on the slot's primary and is handed the lock.
     let waiter = locks.lock("alpha");
     let w = tokio::spawn(async move { waiter.acquire().await.map(|g| g.token()) });
     let port = cluster.primary_for("alpha");
-    wait_until(Duration::from_secs(5), "parked", || support::info_field(&mut cluster.conn(port), "clients", "blocked_clients") == 1);
+    wait_until(Duration::from_secs(5), "parked", || {
+        support::info_field(&mut cluster.conn(port), "clients", "blocked_clients") == 1
+    });
     for g in guards {
         g.unlock().await.unwrap();
     }
@@ -48,10 +50,12 @@ async fn locks_work_on_a_cluster_across_slots_and_a_failover() {
         .find(|p| role(&mut cluster.conn(*p)).contains(&format!("master_port:{port}")))
         .expect("alpha's primary has a replica");
     redis::cmd("CLUSTER").arg("FAILOVER").exec(&mut cluster.conn(replica)).unwrap();
-    wait_until(Duration::from_secs(20), "the replica promoted", || role(&mut cluster.conn(replica)).contains("role:master"));
+    wait_until(Duration::from_secs(20), "the replica promoted", || {
+        role(&mut cluster.conn(replica)).contains("role:master")
+    });
     let g = locks.lock("alpha").fenced().acquire().await.unwrap();
     assert_eq!(g.token(), Some(2), "the counter came through the failover (the waiter's grant was not fenced)");
-    let holds: i64 = redis::cmd("LOCK.HOLDS").arg("alpha").arg(g.lock().owner()).query(&mut cluster.conn(replica)).unwrap();
+    let holds: i64 = redis::cmd("LOCK.HOLDS").arg("alpha").arg(g.owner()).query(&mut cluster.conn(replica)).unwrap();
     assert_eq!(holds, 1, "granted by the new primary");
     g.unlock().await.unwrap();
     let sem = locks.semaphore("beta-sem");
@@ -90,13 +94,17 @@ async fn sentinel_names_the_primary_and_replicas_are_waited_for() {
     g.unlock().await.unwrap();
     tokio::task::spawn_blocking(move || sleeper.join().unwrap()).await.unwrap();
     // A failover: the old primary answers READONLY, the library asks Sentinel again.
-    redis::cmd("SENTINEL").arg("FAILOVER").arg(SERVICE).exec(&mut redis::Client::open(s.url()).unwrap().get_connection().unwrap()).unwrap();
+    redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg(SERVICE)
+        .exec(&mut redis::Client::open(s.url()).unwrap().get_connection().unwrap())
+        .unwrap();
     wait_until(Duration::from_secs(30), "the replica promoted, the old primary its replica", || {
         let r = role(&mut s.replica.conn());
         r.contains("role:master") && r.contains("state=online")
     });
     let g = locks.lock("after").acquire().await.unwrap();
-    let holds: i64 = redis::cmd("LOCK.HOLDS").arg("after").arg(g.lock().owner()).query(&mut s.replica.conn()).unwrap();
+    let holds: i64 = redis::cmd("LOCK.HOLDS").arg("after").arg(g.owner()).query(&mut s.replica.conn()).unwrap();
     assert_eq!(holds, 1, "granted by the new primary");
     drop(g);
     locks.close().await;

@@ -112,9 +112,10 @@ fn the_blocking_api_holds_and_releases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_blocking_api_refuses_to_block_inside_a_runtime() {
     let s = Server::start();
-    let locks = tokio::task::spawn_blocking(move || (redis_lockmod_client::blocking::LockClient::new(s.client()).unwrap(), s))
-        .await
-        .unwrap();
+    let locks =
+        tokio::task::spawn_blocking(move || (redis_lockmod_client::blocking::LockClient::new(s.client()).unwrap(), s))
+            .await
+            .unwrap();
     let r = locks.0.lock("x").acquire();
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     tokio::task::spawn_blocking(move || drop(locks)).await.unwrap();

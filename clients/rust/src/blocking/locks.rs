@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Rt;
+use super::runtime::Rt;
 use crate::error::Result;
 use crate::guard::Unlocked;
 

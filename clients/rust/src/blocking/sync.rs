@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Rt;
+use super::runtime::Rt;
 use crate::error::Result;
 
 /// A blocking [`crate::Semaphore`].

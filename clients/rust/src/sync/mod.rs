@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::client::Core;
 use crate::error::{Error, Result};
-use crate::lock::ms;
+use crate::lockref::ms;
 
 /// `(BLOCK ms or None, request timeout)` of a wait: `None` waits without limit (`BLOCK 0`),
 /// zero tries once, else the server waits that long (the request gets it on top of the command

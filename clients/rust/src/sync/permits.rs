@@ -13,7 +13,7 @@ use super::{check_name, positive, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
-use crate::lock::ms;
+use crate::lockref::ms;
 use crate::reply;
 use crate::transport::{CallError, Request};
 
@@ -75,7 +75,8 @@ impl PermitExpirableSemaphore {
 
     /// Sets the permits if the semaphore does not exist yet; true if it was set.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
-        Ok(reply::int(&self.once(redis::cmd("PSEMAPHORE.TRYSETPERMITS").arg(&*self.name).arg(permits).clone()).await?)? == 1)
+        Ok(reply::int(&self.once(redis::cmd("PSEMAPHORE.TRYSETPERMITS").arg(&*self.name).arg(permits).clone()).await?)?
+            == 1)
     }
 
     /// Sets the total (available plus taken) to `permits`, as Redisson's `setPermits`.

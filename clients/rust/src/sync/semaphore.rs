@@ -8,7 +8,7 @@ use super::{check_name, positive, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
-use crate::lock::ms;
+use crate::lockref::ms;
 use crate::reply;
 use crate::transport::{CallError, Request};
 

@@ -42,7 +42,14 @@ pub(crate) struct Link {
 impl NodePool {
     pub fn new(info: ConnectionInfo, connect_timeout: Duration) -> redis::RedisResult<NodePool> {
         let addr = info.addr().to_string();
-        Ok(NodePool { addr, client: Client::open(info.clone())?, info, connect_timeout, idle: Mutex::new(Vec::new()), durability: ReplicaState::default() })
+        Ok(NodePool {
+            addr,
+            client: Client::open(info.clone())?,
+            info,
+            connect_timeout,
+            idle: Mutex::new(Vec::new()),
+            durability: ReplicaState::default(),
+        })
     }
 
     /// An idle connection, or a new one. Fails only before anything is sent.
@@ -51,13 +58,15 @@ impl NodePool {
         if let Some(link) = idle {
             return Ok(link);
         }
-        let config = AsyncConnectionConfig::new()
-            .set_response_timeout(None)
-            .set_connection_timeout(Some(self.connect_timeout));
+        let config =
+            AsyncConnectionConfig::new().set_response_timeout(None).set_connection_timeout(Some(self.connect_timeout));
         let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
-        let id = tokio::time::timeout(self.connect_timeout, conn.send_packed_command(&redis::cmd("CLIENT").arg("ID").clone()))
-            .await
-            .map_err(|_| redis::RedisError::from((redis::ErrorKind::Io, "CLIENT ID timed out")))?;
+        let id = tokio::time::timeout(
+            self.connect_timeout,
+            conn.send_packed_command(&redis::cmd("CLIENT").arg("ID").clone()),
+        )
+        .await
+        .map_err(|_| redis::RedisError::from((redis::ErrorKind::Io, "CLIENT ID timed out")))?;
         let client_id = match id {
             Ok(Value::Int(i)) => Some(i),
             Ok(_) => None,

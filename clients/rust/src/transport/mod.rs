@@ -27,8 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use link::Node;
 use link::{Link, NodePool};
-pub(crate) use replicas::Synced;
 use replicas::Durability;
+pub(crate) use replicas::Synced;
 use topology::{io_error, Topology};
 
 use crate::error::Error;
@@ -230,7 +230,7 @@ impl Transport {
         let (seen, stale) = node.durability.get();
         match seen {
             None => {
-                let d = replicas::read_durability(node, self.connect_timeout).await.unwrap_or_default();
+                let d = read_durability(node, self.connect_timeout).await.unwrap_or_default();
                 node.durability.set(d);
                 d
             }
@@ -239,7 +239,7 @@ impl Transport {
                     let node = node.clone();
                     let timeout = self.connect_timeout;
                     tokio::spawn(async move {
-                        if let Some(d) = replicas::read_durability(&node, timeout).await {
+                        if let Some(d) = read_durability(&node, timeout).await {
                             node.durability.set(d);
                         }
                         node.durability.refreshed();
@@ -388,6 +388,16 @@ impl Transport {
             Err(CallError::Lost(l)) => Err(Error::unknown(&command_name(&cmds[0]), key, l.cause)),
         }
     }
+}
+
+/// Reads a node's replica count and AOF setting (`INFO`).
+async fn read_durability(node: &NodePool, timeout: Duration) -> Option<Durability> {
+    let mut link = node.take().await.ok()?;
+    let mut c = redis::cmd("INFO");
+    c.arg("replication").arg("persistence").arg("server");
+    let v = tokio::time::timeout(timeout, link.conn.send_packed_command(&c)).await.ok()?.ok()?;
+    node.put(link);
+    Some(replicas::parse_durability(&crate::reply::opt_text(&v).ok()??))
 }
 
 /// Why a request's replies did not come.

@@ -12,7 +12,6 @@ use std::time::Duration;
 use redis::{Cmd, Value};
 use tokio::time::Instant;
 
-use super::link::NodePool;
 use crate::reply;
 
 /// How old a reading of the replica count may be before it is read again.
@@ -67,27 +66,21 @@ impl ReplicaState {
     }
 }
 
-/// Reads `connected_slaves`, `aof_enabled` and the server version from `node`.
-pub(crate) async fn read_durability(node: &NodePool, timeout: Duration) -> Option<Durability> {
-    let mut link = node.take().await.ok()?;
-    let mut c = redis::cmd("INFO");
-    c.arg("replication").arg("persistence").arg("server");
-    let v = tokio::time::timeout(timeout, link.conn.send_packed_command(&c)).await.ok()?.ok()?;
-    node.put(link);
-    let text = reply::opt_text(&v).ok()??;
+/// What `INFO replication persistence server` says: `connected_slaves`, `aof_enabled`, and
+/// whether the server has `WAITAOF` (Redis 7.2, Valkey 8; Valkey reports redis_version 7.2.4).
+pub(crate) fn parse_durability(text: &str) -> Durability {
     let field = |name: &str| {
         text.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':'))).map(|s| s.trim().to_string())
     };
     let replicas = field("connected_slaves").and_then(|s| s.parse().ok()).unwrap_or(0);
     let aof_on = field("aof_enabled").as_deref() == Some("1");
-    // WAITAOF: Redis 7.2 (redis_version), Valkey 8 (valkey_version; it reports redis_version 7.2.4).
     let version = |f: &str| field(f).map(|v| v.split('.').filter_map(|p| p.parse::<u32>().ok()).collect::<Vec<_>>());
     let has_waitaof = match (version("valkey_version"), version("redis_version")) {
         (Some(v), _) => v >= vec![8],
         (None, Some(v)) => v >= vec![7, 2],
         _ => false,
     };
-    Some(Durability { replicas, aof: aof_on && has_waitaof })
+    Durability { replicas, aof: aof_on && has_waitaof }
 }
 
 /// The commands pipelined after a request to wait for its durability.
@@ -110,4 +103,23 @@ pub(crate) fn parse_synced(d: Durability, replies: &[Value]) -> Option<Synced> {
         return Some(Synced { expected: d.replicas, acked });
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_replica_count_and_waitaof_are_read_from_info() {
+        let d = parse_durability("# Replication\r\nrole:master\r\nconnected_slaves:2\r\n# Persistence\r\naof_enabled:1\r\nredis_version:7.2.4\r\n");
+        assert_eq!((d.replicas, d.aof), (2, true));
+        let old = parse_durability("connected_slaves:0\r\naof_enabled:1\r\nredis_version:7.0.15\r\n");
+        assert_eq!((old.replicas, old.aof), (0, false), "no WAITAOF before 7.2");
+        let cmds = sync_cmds(d, std::time::Duration::from_secs(1));
+        assert_eq!(cmds.len(), 2);
+        assert!(
+            sync_cmds(Durability::default(), std::time::Duration::from_secs(1)).is_empty(),
+            "no replicas: nothing pipelined"
+        );
+    }
 }

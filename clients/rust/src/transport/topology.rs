@@ -17,7 +17,7 @@ pub(crate) enum Topology {
     /// One server.
     Standalone(ConnectionInfo),
     /// A primary found through Sentinel, asked again after a failover.
-    Sentinel { client: tokio::sync::Mutex<SentinelClient>, primary: RwLock<Option<ConnectionInfo>> },
+    Sentinel { client: Box<tokio::sync::Mutex<SentinelClient>>, primary: RwLock<Option<ConnectionInfo>> },
     /// A Redis Cluster: the seed nodes, and slot ranges (first slot -> (last slot, primary)).
     Cluster { seeds: Vec<ConnectionInfo>, slots: RwLock<BTreeMap<u16, (u16, ConnectionInfo)>> },
 }
@@ -102,7 +102,8 @@ pub(crate) fn with_addr(info: &ConnectionInfo, host: String, port: u16) -> Conne
 
 async fn read_slots(seed: &ConnectionInfo, timeout: Duration) -> Result<BTreeMap<u16, (u16, ConnectionInfo)>, Error> {
     let client = redis::Client::open(seed.clone())?;
-    let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
+    let config =
+        redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
     let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
     let v = conn.send_packed_command(redis::cmd("CLUSTER").arg("SLOTS")).await?;
     let seed_host = match seed.addr() {
@@ -139,7 +140,7 @@ mod tests {
         // Values from CLUSTER KEYSLOT.
         let cases: &[(&str, u16)] = &[
             ("foo", 12182), ("{foo}:bar", 12182), ("redisson_lock_token:{foo}", 12182),
-            ("{}foo", 10354), ("a{}b{foo}", 2815), ("123456789", 12739),
+            ("{}foo", 9500), ("a{}b{foo}", 976), ("123456789", 12739),
         ];
         for (key, slot) in cases {
             assert_eq!(key_slot(key.as_bytes()), *slot, "{key}");

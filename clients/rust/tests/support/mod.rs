@@ -69,7 +69,8 @@ pub fn free_port() -> u16 {
 
 pub fn scratch_dir() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("lockmod-rs-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let dir =
+        std::env::temp_dir().join(format!("lockmod-rs-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("cannot create a scratch dir");
     dir
@@ -125,7 +126,9 @@ impl Server {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
-            if let Ok(mut c) = redis::Client::open(self.url()).and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1))) {
+            if let Ok(mut c) =
+                redis::Client::open(self.url()).and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
+            {
                 if redis::cmd("PING").query::<String>(&mut c).is_ok() {
                     return true;
                 }

@@ -4,7 +4,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::{free_port, root, scratch_dir, server_binary, wait_until, module_path, Server};
+use super::{free_port, module_path, root, scratch_dir, server_binary, wait_until, Server};
 
 /// The master name the Sentinel monitors.
 pub const SERVICE: &str = "lockmod";
@@ -52,7 +52,8 @@ impl Sentinels {
         wait_until(Duration::from_secs(10), "the sentinel knows the replica", || {
             let c = redis::Client::open(s.url()).and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)));
             let Ok(mut c) = c else { return false };
-            let r: redis::RedisResult<Vec<redis::Value>> = redis::cmd("SENTINEL").arg("REPLICAS").arg(SERVICE).query(&mut c);
+            let r: redis::RedisResult<Vec<redis::Value>> =
+                redis::cmd("SENTINEL").arg("REPLICAS").arg(SERVICE).query(&mut c);
             r.map(|v| !v.is_empty()).unwrap_or(false)
         });
         s
@@ -98,7 +99,12 @@ impl Cluster {
             .output()
             .expect("cannot run scripts/cluster.sh");
         let mut c = Cluster { dir, ports: Vec::new() };
-        assert!(out.status.success(), "cluster.sh: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cluster.sh: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         c.ports = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect();
         assert_eq!(c.ports.len(), 6);
         c
