@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{check_name, wait_args, with_block};
+use super::{check_name, check_open, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
@@ -53,14 +53,14 @@ impl CountDownLatch {
 
     /// Sets the count if the latch does not exist yet; true if it was set.
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
-        check_name(&self.name, self.core())?;
+        check_name(&self.name)?;
         let c = redis::cmd("COUNTDOWN.TRYSETCOUNT").arg(&*self.name).arg(count).clone();
         Ok(reply::int(&self.core().transport.once(&self.name, c, self.core().command_timeout).await?)? == 1)
     }
 
     /// Decrements the count; returns the count left (at zero the latch opens).
     pub async fn count_down(&self) -> Result<i64> {
-        check_name(&self.name, self.core())?;
+        check_name(&self.name)?;
         let c = redis::cmd("COUNTDOWN.DECR").arg(&*self.name).clone();
         reply::int(&self.core().transport.once(&self.name, c, self.core().command_timeout).await?)
     }
@@ -75,7 +75,7 @@ impl CountDownLatch {
     /// (`None`: no limit; zero: checks once). True once it is zero (or the latch does not
     /// exist), false when the time ran out. Dropping this future ends the wait in the server.
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
-        check_name(&self.name, self.core())?;
+        check_open(&self.name, self.core())?;
         let latch = self.clone();
         detached(self.core(), move |cancel| async move {
             let core = latch.core().clone();

@@ -48,10 +48,16 @@ pub(crate) fn positive(v: u64, what: &str) -> Result<u64> {
     Ok(v)
 }
 
-pub(crate) fn check_name(name: &str, core: &Core) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::InvalidArgument("a name is a non-empty string".into()));
     }
+    Ok(())
+}
+
+/// A new wait after `close` is refused; a release (or a give-back) still goes out.
+pub(crate) fn check_open(name: &str, core: &Core) -> Result<()> {
+    check_name(name)?;
     if core.shutdown.is_cancelled() {
         return Err(Error::Closed);
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{check_name, positive, wait_args, with_block};
+use super::{check_name, check_open, positive, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
@@ -65,7 +65,7 @@ impl PermitExpirableSemaphore {
     }
 
     async fn once(&self, c: redis::Cmd) -> Result<redis::Value> {
-        check_name(&self.name, self.core())?;
+        check_name(&self.name)?;
         self.core().transport.once(&self.name, c, self.core().command_timeout).await
     }
 
@@ -100,7 +100,7 @@ impl PermitExpirableSemaphore {
     }
 
     async fn take(&self, permits: u64, timeout: Option<Duration>) -> Result<Option<PermitGuard>> {
-        check_name(&self.name, self.core())?;
+        check_open(&self.name, self.core())?;
         positive(permits, "permits")?;
         let lease = match self.lease {
             Some(l) => positive(ms(l), "lease")?,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{check_name, positive, wait_args, with_block};
+use super::{check_name, check_open, positive, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
@@ -50,7 +50,7 @@ impl Semaphore {
     }
 
     async fn once(&self, c: redis::Cmd) -> Result<redis::Value> {
-        check_name(&self.name, self.core())?;
+        check_name(&self.name)?;
         self.core().transport.once(&self.name, c, self.core().command_timeout).await
     }
 
@@ -82,7 +82,7 @@ impl Semaphore {
     }
 
     async fn take(&self, permits: u64, timeout: Option<Duration>) -> Result<Option<SemaphoreGuard>> {
-        check_name(&self.name, self.core())?;
+        check_open(&self.name, self.core())?;
         positive(permits, "permits")?;
         let sem = self.clone();
         detached(self.core(), move |cancel| async move {
