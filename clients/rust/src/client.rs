@@ -150,6 +150,7 @@ impl LockClientBuilder {
             transport: Transport::new(topology, self.connect_timeout, self.command_timeout),
             uuid: uuid::Uuid::new_v4().to_string(),
             owners: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
             watchdog_lease: self.watchdog_lease,
             renew_interval,
             command_timeout: self.command_timeout,
@@ -171,6 +172,7 @@ pub(crate) struct Core {
     pub transport: Transport,
     pub uuid: String,
     owners: AtomicU64,
+    requests: AtomicU64,
     pub watchdog_lease: Duration,
     pub renew_interval: Duration,
     pub command_timeout: Duration,
@@ -186,6 +188,12 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// A new unlock request id for `LATCH`: unique across clients and requests (the client's
+    /// uuid and a counter), without a random draw per unlock.
+    pub fn next_request_id(&self) -> String {
+        format!("{}:r{}", self.uuid, self.requests.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
     /// A new owner name, `<client uuid>:<n>`: Redisson's `<uuid>:<thread id>`.
     pub fn next_owner(&self) -> String {
         format!("{}:{}", self.uuid, self.owners.fetch_add(1, Ordering::Relaxed) + 1)

@@ -87,12 +87,18 @@ impl LockGuard {
     /// Releases this hold. `Err(LockLost)` if the lock was lost while held (nothing is sent:
     /// the loss released it). If the outcome cannot be learned (the server unreachable for the
     /// client's `resolve_timeout`), [`Error::StateUnknown`]: the hold is not renewed any more
-    /// and frees itself within its lease. Dropping this future does not stop the release.
+    /// and frees itself within its lease. Dropping this future does not stop the release: the
+    /// same latched request is sent again in the background (answered, not applied twice).
     pub async fn unlock(mut self) -> Result<Unlocked> {
         self.done = true;
-        let r = self.r.clone();
-        let period = self.period.clone();
-        r.core.spawn(release(r.clone(), period)).await.map_err(|_| Error::Closed)?
+        let unlock = match Unlock::new(self.r.clone(), self.period.clone()) {
+            Ok(u) => u,
+            Err(e) => return Err(e),
+        };
+        let mut resume = Resume(Some(unlock.clone()));
+        let out = unlock.send().await;
+        resume.0 = None;
+        out
     }
 }
 
@@ -116,49 +122,83 @@ impl Drop for LockGuard {
     }
 }
 
-/// Gives back one hold of `period` (the unlock of a guard, dropped or not).
+/// An unlock ready to go: its latched request is made once, so that a copy sent again is
+/// answered by the latch instead of releasing a second hold.
+#[derive(Clone)]
+struct Unlock {
+    r: LockRef,
+    period: Arc<Period>,
+    cmd: redis::Cmd,
+    before: i64,
+}
+
+/// Sends the same unlock again in the background if the future that sent it is dropped first.
+struct Resume(Option<Unlock>);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        if let Some(u) = self.0.take() {
+            let core = u.r.core.clone();
+            core.spawn(async move {
+                let name = u.r.name.clone();
+                if let Err(e) = u.send().await {
+                    tracing::warn!("redis-lockmod: the interrupted unlock of {name}: {e}");
+                }
+            });
+        }
+    }
+}
+
+impl Unlock {
+    fn new(r: LockRef, period: Arc<Period>) -> Result<Unlock> {
+        let holder = &r.holder;
+        if period.lost.is_cancelled() || holder.period().map(|p| p.id) != Some(period.id) {
+            return Err(Error::lost(&r.name));
+        }
+        let before = holder.count(r.kind.side);
+        let cmd =
+            r.kind.unlock_cmd(&r.name, &holder.owner, ms(holder.lease()), &r.core.next_request_id(), ms(r.core.latch));
+        Ok(Unlock { r, period, cmd, before })
+    }
+
+    async fn send(self) -> Result<Unlocked> {
+        let Unlock { r, period, cmd, before } = self;
+        let holder = &r.holder;
+        let side = r.kind.side;
+        let sent = Instant::now();
+        match r.target().release(cmd, r.sync(), before).await {
+            Ok((redis::Value::Nil, _)) => {
+                holder.lose(&period);
+                Err(Error::lost(&r.name))
+            }
+            Ok((v, synced)) => {
+                holder.released(side, sent);
+                let last = reply::int(&v)? == 1;
+                if let Some(s) = synced.filter(|s| s.acked == 0) {
+                    return Err(Error::NoSyncedReplicas {
+                        command: r.kind.unlock.into(),
+                        name: r.name.to_string(),
+                        expected: s.expected,
+                        synced: s.acked,
+                        timeout: r.core.replica_sync_timeout,
+                    });
+                }
+                Ok(if last { Unlocked::Last } else { Unlocked::HoldsLeft })
+            }
+            Err(e) => {
+                // Whatever happened, stop renewing this hold: if it is still there, its lease
+                // frees it. The next acquire reads the count back first.
+                holder.released(side, sent);
+                if matches!(e, Error::StateUnknown { .. }) {
+                    holder.set_pending_unlock();
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Gives back one hold of `period` (a dropped guard's).
 pub(crate) async fn release(r: LockRef, period: Arc<Period>) -> Result<Unlocked> {
-    let holder = &r.holder;
-    let side = r.kind.side;
-    if period.lost.is_cancelled() || holder.period().map(|p| p.id) != Some(period.id) {
-        return Err(Error::lost(&r.name));
-    }
-    let before = holder.count(side);
-    let cmd = r.kind.unlock_cmd(
-        &r.name,
-        &holder.owner,
-        ms(holder.lease()),
-        &uuid::Uuid::new_v4().simple().to_string(),
-        ms(r.core.latch),
-    );
-    let sent = Instant::now();
-    match r.target().release(cmd, r.sync(), before).await {
-        Ok((redis::Value::Nil, _)) => {
-            holder.lose(&period);
-            Err(Error::lost(&r.name))
-        }
-        Ok((v, synced)) => {
-            holder.released(side, sent);
-            let last = reply::int(&v)? == 1;
-            if let Some(s) = synced.filter(|s| s.acked == 0) {
-                return Err(Error::NoSyncedReplicas {
-                    command: r.kind.unlock.into(),
-                    name: r.name.to_string(),
-                    expected: s.expected,
-                    synced: s.acked,
-                    timeout: r.core.replica_sync_timeout,
-                });
-            }
-            Ok(if last { Unlocked::Last } else { Unlocked::HoldsLeft })
-        }
-        Err(e) => {
-            // Whatever happened, stop renewing this hold: if it is still there, its lease
-            // frees it. The next acquire reads the count back first.
-            holder.released(side, sent);
-            if matches!(e, Error::StateUnknown { .. }) {
-                holder.set_pending_unlock();
-            }
-            Err(e)
-        }
-    }
+    Unlock::new(r, period)?.send().await
 }

@@ -207,3 +207,38 @@ async fn bad_arguments_are_refused_before_anything_is_sent() {
     }
     locks.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_unlock_future_still_releases_exactly_one_hold_and_is_recorded() {
+    let s = Server::start();
+    let locks = redis_lockmod_client::LockClient::builder()
+        .watchdog_lease(Duration::from_millis(300))
+        .renew_interval(Duration::from_millis(40))
+        .build(redis_lockmod_client::Servers::Standalone(s.client()))
+        .unwrap();
+    let lock = locks.lock("half-unlocked");
+    let renewals = || support::command_calls(&mut s.conn(), "LOCK.RENEW");
+    for round in 0..5u64 {
+        let outer = lock.acquire().await.unwrap();
+        let inner = lock.acquire().await.unwrap();
+        // Polled once (the request is on its way) and dropped: the same latched request goes
+        // out again and its outcome is recorded.
+        let mut unlock = Box::pin(inner.unlock());
+        tokio::select! {
+            biased;
+            _ = &mut unlock => panic!("round {round}: answered within one poll"),
+            _ = std::future::ready(()) => {}
+        }
+        drop(unlock);
+        eventually("one hold released", || {
+            hgetall(&mut s.conn(), "half-unlocked") == vec![(lock.owner().to_string(), "1".to_string())]
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(outer.unlock().await.unwrap(), Unlocked::Last, "round {round}");
+        let before = renewals();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(renewals(), before, "round {round}: nothing held, nothing renewed (the count was recorded)");
+    }
+    locks.close().await;
+}

@@ -14,8 +14,9 @@ use redis::{AsyncConnectionConfig, Client, ConnectionInfo, Value};
 
 use super::replicas::ReplicaState;
 
-/// Idle connections kept per node.
-const IDLE_PER_NODE: usize = 32;
+/// Idle connections kept per node: enough for every task of a busy process to find one (each
+/// parked wait holds one, and a new connection costs a handshake and `CLIENT ID`).
+const IDLE_PER_NODE: usize = 256;
 
 /// One server (a standalone server, a cluster primary, the sentinel-resolved primary) and
 /// the idle connections to it.

@@ -85,6 +85,8 @@ pub(crate) struct Request<'a> {
 
 pub(crate) struct Transport {
     topology: Topology,
+    /// The one node of a standalone server, found without a lookup.
+    standalone: std::sync::OnceLock<Node>,
     nodes: Mutex<HashMap<String, Node>>,
     connect_timeout: Duration,
     /// How long a cancelled request's reply may take after `CLIENT UNBLOCK`.
@@ -93,7 +95,13 @@ pub(crate) struct Transport {
 
 impl Transport {
     pub fn new(topology: Topology, connect_timeout: Duration, grace: Duration) -> Transport {
-        Transport { topology, nodes: Mutex::new(HashMap::new()), connect_timeout, grace }
+        Transport {
+            topology,
+            standalone: std::sync::OnceLock::new(),
+            nodes: Mutex::new(HashMap::new()),
+            connect_timeout,
+            grace,
+        }
     }
 
     fn node(&self, info: ConnectionInfo) -> Result<Node, Error> {
@@ -109,6 +117,13 @@ impl Transport {
 
     /// The node serving `key` now (learning the topology first if it is not known).
     pub async fn node_for(&self, key: &str) -> Result<Node, Error> {
+        if let Topology::Standalone(info) = &self.topology {
+            if let Some(n) = self.standalone.get() {
+                return Ok(n.clone());
+            }
+            let n = self.node(info.clone())?;
+            return Ok(self.standalone.get_or_init(|| n).clone());
+        }
         if let Some(info) = self.topology.route(key) {
             return self.node(info);
         }

@@ -258,3 +258,14 @@ impl Subscriber {
         }
     }
 }
+
+/// How many times `name` was called (`INFO commandstats`; 0 when never).
+pub fn command_calls(c: &mut redis::Connection, name: &str) -> i64 {
+    let text: String = redis::cmd("INFO").arg("commandstats").query(c).expect("INFO");
+    let want = format!("cmdstat_{}:", name.to_lowercase());
+    text.lines()
+        .find(|l| l.to_lowercase().starts_with(&want))
+        .and_then(|l| l.split([':', ',']).find_map(|kv| kv.strip_prefix("calls=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
