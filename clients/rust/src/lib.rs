@@ -45,7 +45,8 @@ pub use lock::{FairLock, Lock, ReadWriteLock};
 pub use sync::{CountDownLatch, PermitExpirableSemaphore, PermitGuard, Semaphore, SemaphoreGuard};
 pub use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-// The examples of the crate's README and of docs/clients.md ("Rust") run as doctests
+// The examples of the crate's README, of docs/clients.md ("Rust") and of the repository's
+// README run as doctests
 // (`make test-docs`, against the servers scripts/doc-servers.sh starts).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -54,3 +55,7 @@ struct ReadmeExamples;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/clients.md")]
 struct ClientsDocExamples;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct RepositoryReadmeExamples;

@@ -110,6 +110,17 @@ async fn rust_holder(locks: LockClient, mode: &'static str, me: &'static str, n:
     }
 }
 
+/// Waits for the Python and Node processes and the Rust task; each must end well.
+async fn finish_all(py: Child, js: Child, rs: tokio::task::JoinHandle<()>) {
+    tokio::task::spawn_blocking(move || {
+        finish(py, "python");
+        finish(js, "node");
+    })
+    .await
+    .unwrap();
+    rs.await.unwrap();
+}
+
 fn int(s: &Server, key: &str) -> i64 {
     let v: Option<i64> = redis::cmd("GET").arg(key).query(&mut s.conn()).unwrap();
     v.unwrap_or(0)
@@ -130,13 +141,7 @@ async fn rust_python_and_node_holders_exclude_each_other_and_are_served_in_arriv
     let rs = tokio::spawn(rust_holder(locks.clone(), "order", "rust", 1, s.client()));
     s.wait_blocked(3);
     first.unlock().await.unwrap();
-    tokio::task::spawn_blocking(move || {
-        finish(py, "python");
-        finish(js, "node");
-    })
-    .await
-    .unwrap();
-    rs.await.unwrap();
+    finish_all(py, js, rs).await;
     let order: Vec<String> = redis::cmd("LRANGE").arg("order").arg(0).arg(-1).query(&mut s.conn()).unwrap();
     assert_eq!(order, vec!["python", "node", "rust"]);
     assert_eq!(int(&s, "cs:violations"), 0);
@@ -147,13 +152,7 @@ async fn rust_python_and_node_holders_exclude_each_other_and_are_served_in_arriv
     let py = spawn_python(&s, "contend", "python", N);
     let js = spawn_node(&s, "contend", "node", N);
     let rs = tokio::spawn(rust_holder(locks.clone(), "contend", "rust", N, s.client()));
-    tokio::task::spawn_blocking(move || {
-        finish(py, "python");
-        finish(js, "node");
-    })
-    .await
-    .unwrap();
-    rs.await.unwrap();
+    finish_all(py, js, rs).await;
     assert_eq!(int(&s, "cs:count"), 3 * N as i64, "every critical section ran");
     assert_eq!(int(&s, "cs:violations"), 0, "never two holders at once");
     assert_eq!(support::pttl(&mut s.conn(), "shared"), -2, "free at the end");

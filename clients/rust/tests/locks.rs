@@ -17,6 +17,37 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Parks `n` waiters on `lock(i)`, one after the other (each parked before the next comes);
+/// each reports its index when granted, holds `hold`, and releases. Returns the reports.
+async fn park_waiters(
+    s: &Server,
+    n: i64,
+    hold: Duration,
+    lock: impl Fn() -> redis_lockmod_client::Lock,
+) -> tokio::sync::mpsc::UnboundedReceiver<i64> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..n {
+        let lock = lock();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let g = lock.acquire().await.unwrap();
+            tx.send(i).unwrap();
+            tokio::time::sleep(hold).await;
+            g.unlock().await.unwrap();
+        });
+        eventually("the waiter parked", || s.blocked() == i + 1).await;
+    }
+    rx
+}
+
+async fn arrivals(rx: &mut tokio::sync::mpsc::UnboundedReceiver<i64>, n: usize) -> Vec<i64> {
+    let mut order = Vec::new();
+    for _ in 0..n {
+        order.push(rx.recv().await.unwrap());
+    }
+    order
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_writes_redissons_layout_and_an_unlock_frees_and_publishes() {
     let s = Server::start();
@@ -60,25 +91,10 @@ async fn waiters_park_in_the_server_and_are_granted_in_arrival_order() {
     let s = Server::start();
     let locks = LockClient::new(s.client()).unwrap();
     let first = locks.lock("fifo").acquire().await.unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for i in 0..3 {
-        let lock = locks.lock("fifo");
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let g = lock.acquire().await.unwrap();
-            tx.send(i).unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            g.unlock().await.unwrap();
-        });
-        eventually("the waiter parked", || s.blocked() == i + 1).await;
-    }
+    let mut rx = park_waiters(&s, 3, Duration::from_millis(20), || locks.lock("fifo")).await;
     assert_eq!(s.blocked(), 3, "waiting is the server's BLOCK, no polling");
     first.unlock().await.unwrap();
-    let mut order = Vec::new();
-    for _ in 0..3 {
-        order.push(rx.recv().await.unwrap());
-    }
-    assert_eq!(order, vec![0, 1, 2]);
+    assert_eq!(arrivals(&mut rx, 3).await, vec![0, 1, 2]);
     locks.close().await;
 }
 
@@ -153,26 +169,12 @@ async fn a_fair_lock_serves_its_queue_in_order_and_a_try_does_not_queue() {
     assert!(locks.fair_lock("tickets").try_acquire(Duration::ZERO).await.unwrap().is_none());
     let queued: i64 = redis::cmd("LLEN").arg("redisson_lock_queue:{tickets}").query(&mut s.conn()).unwrap();
     assert_eq!(queued, 0, "NOQUEUE: Redisson's tryLock()");
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for i in 0..3 {
-        let lock = locks.fair_lock("tickets");
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let g = lock.acquire().await.unwrap();
-            tx.send(i).unwrap();
-            g.unlock().await.unwrap();
-        });
-        eventually("the waiter queued", || s.blocked() == i + 1).await;
-    }
+    let mut rx = park_waiters(&s, 3, Duration::ZERO, || locks.fair_lock("tickets")).await;
     let queued: Vec<String> =
         redis::cmd("LRANGE").arg("redisson_lock_queue:{tickets}").arg(0).arg(-1).query(&mut s.conn()).unwrap();
     assert_eq!(queued.len(), 3, "parked waiters keep their place in Redisson's queue");
     first.unlock().await.unwrap();
-    let mut order = Vec::new();
-    for _ in 0..3 {
-        order.push(rx.recv().await.unwrap());
-    }
-    assert_eq!(order, vec![0, 1, 2]);
+    assert_eq!(arrivals(&mut rx, 3).await, vec![0, 1, 2]);
     locks.close().await;
 }
 
