@@ -141,6 +141,9 @@ fn raise_fd_limit() {
     }
 }
 
+/// One part of the run.
+type Part = fn(&mut Bench) -> Res<()>;
+
 fn usage() -> ! {
     eprintln!("usage: lockmod-bench [--quick] [--only 1,2,...] [--part N] [--out DIR] [--module PATH] [--server BIN]");
     std::process::exit(2)
@@ -186,7 +189,7 @@ fn run() -> Res<()> {
 
     let started = std::time::Instant::now();
     // Numbered: parts 10 and 11 are the rate limiter's and GCRA's.
-    let parts: [(u32, fn(&mut Bench) -> Res<()>); 10] = [
+    let parts: [(u32, Part); 10] = [
         (1, part1::run),
         (2, part2::run),
         (3, part3::run),

@@ -65,6 +65,9 @@ async fn locks_work_on_a_cluster_across_slots_and_a_failover() {
     tokio::task::spawn_blocking(move || drop(cluster)).await.unwrap();
 }
 
+// redis-rs takes the service name as a String, or as `impl AsRef<str>` when its rustls feature
+// is on (the bench's rslock turns it on when the workspace builds together).
+#[allow(clippy::unnecessary_to_owned)]
 fn sentinel_client(s: &Sentinels) -> SentinelClient {
     SentinelClient::build(vec![s.url()], SERVICE.to_string(), None, SentinelServerType::Master).unwrap()
 }
