@@ -55,7 +55,7 @@ pub struct LockClientBuilder {
     connect_timeout: Duration,
     resolve_timeout: Duration,
     pub(crate) sync_replicas: bool,
-    pub(crate) replica_sync_timeout: Duration,
+    pub(crate) sync_timeout: Duration,
 }
 
 impl Default for LockClientBuilder {
@@ -67,7 +67,7 @@ impl Default for LockClientBuilder {
             connect_timeout: Duration::from_secs(5),
             resolve_timeout: Duration::from_secs(10),
             sync_replicas: true,
-            replica_sync_timeout: Duration::from_secs(1),
+            sync_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -115,8 +115,8 @@ impl LockClientBuilder {
     }
 
     /// How long that wait may take (1 s, Redisson's `slavesSyncTimeout`).
-    pub fn replica_sync_timeout(mut self, t: Duration) -> Self {
-        self.replica_sync_timeout = t;
+    pub fn sync_timeout(mut self, t: Duration) -> Self {
+        self.sync_timeout = t;
         self
     }
 
@@ -158,7 +158,7 @@ impl LockClientBuilder {
             resolve_timeout: self.resolve_timeout,
             latch,
             sync_replicas: self.sync_replicas,
-            replica_sync_timeout: self.replica_sync_timeout,
+            sync_timeout: self.sync_timeout,
             runtime,
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
@@ -180,7 +180,7 @@ pub(crate) struct Core {
     pub resolve_timeout: Duration,
     pub latch: Duration,
     pub sync_replicas: bool,
-    pub replica_sync_timeout: Duration,
+    pub sync_timeout: Duration,
     runtime: Handle,
     tasks: TaskTracker,
     /// Fires when the last handle of the client is gone, or at `close`: watchdogs stop.
@@ -188,6 +188,19 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// The replica sync of every change, if on.
+    pub fn sync(&self) -> Option<Duration> {
+        self.sync_replicas.then_some(self.sync_timeout)
+    }
+
+    /// `Err(NoSyncedReplicas)` when the wait after a change found no replica acknowledging it.
+    pub fn check_synced(&self, command: &str, name: &str, synced: Option<crate::transport::Synced>) -> Result<()> {
+        match synced.filter(|s| s.acked == 0) {
+            Some(s) => Err(Error::unsynced(command, name, s, self.sync_timeout)),
+            None => Ok(()),
+        }
+    }
+
     /// A new unlock request id for `LATCH`: unique across clients and requests (the client's
     /// uuid and a counter), without a random draw per unlock.
     pub fn next_request_id(&self) -> String {

@@ -49,17 +49,18 @@ pub enum Error {
         cause: String,
     },
 
-    /// A grant, renewal or release was applied on the primary but no replica acknowledged it
-    /// within the sync timeout (Redisson's `checkLockSyncedSlaves`): a failover now could lose
-    /// it. A grant is given back before this is returned.
-    #[error("{command} {name:?}: {synced} of {expected} replica(s) acknowledged it within {timeout:?}")]
+    /// A grant, release or other change was applied on the primary but no replica acknowledged
+    /// it within the sync timeout (Redisson's `checkLockSyncedSlaves`, `NoSyncedSlavesException`):
+    /// a failover now could lose it. A grant (a lock's, or a semaphore's permits) is given back
+    /// before this is returned; a release or other change stays applied (and is recorded).
+    #[error("{command} {name:?}: {synced} of {replicas} replica(s) acknowledged it within {timeout:?}")]
     NoSyncedReplicas {
         /// The command that was not synced.
         command: String,
-        /// The lock's name.
+        /// The lock's or semaphore's name.
         name: String,
-        /// Replicas the primary had.
-        expected: i64,
+        /// Replicas the primary had (`online` in its `INFO replication`).
+        replicas: i64,
         /// Replicas that acknowledged it.
         synced: i64,
         /// How long the library waited (`WAIT`'s timeout).
@@ -82,6 +83,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub(crate) fn lost(name: &str) -> Error {
         Error::LockLost { name: name.to_string() }
+    }
+
+    pub(crate) fn unsynced(command: &str, name: &str, s: crate::transport::Synced, timeout: Duration) -> Error {
+        Error::NoSyncedReplicas {
+            command: command.to_string(),
+            name: name.to_string(),
+            replicas: s.expected,
+            synced: s.acked,
+            timeout,
+        }
     }
 
     pub(crate) fn unknown(command: &str, name: &str, cause: impl std::fmt::Display) -> Error {

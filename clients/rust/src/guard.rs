@@ -102,6 +102,17 @@ impl LockGuard {
     }
 }
 
+impl LockGuard {
+    /// Gives back a grant no replica acknowledged: an unlock with a new `LATCH` id for this one
+    /// hold, not waited for.
+    pub(crate) async fn give_back(mut self) -> Result<Unlocked> {
+        self.done = true;
+        let mut unlock = Unlock::new(self.r.clone(), self.period.clone())?;
+        unlock.sync = None;
+        unlock.send().await
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if self.done {
@@ -130,6 +141,8 @@ struct Unlock {
     period: Arc<Period>,
     cmd: redis::Cmd,
     before: i64,
+    /// Wait for the replicas (not when giving back a grant none of them had).
+    sync: Option<std::time::Duration>,
 }
 
 /// Sends the same unlock again in the background if the future that sent it is dropped first.
@@ -158,15 +171,16 @@ impl Unlock {
         let before = holder.count(r.kind.side);
         let cmd =
             r.kind.unlock_cmd(&r.name, &holder.owner, ms(holder.lease()), &r.core.next_request_id(), ms(r.core.latch));
-        Ok(Unlock { r, period, cmd, before })
+        let sync = r.sync();
+        Ok(Unlock { r, period, cmd, before, sync })
     }
 
     async fn send(self) -> Result<Unlocked> {
-        let Unlock { r, period, cmd, before } = self;
+        let Unlock { r, period, cmd, before, sync } = self;
         let holder = &r.holder;
         let side = r.kind.side;
         let sent = Instant::now();
-        match r.target().release(cmd, r.sync(), before).await {
+        match r.target().release(cmd, sync, before).await {
             Ok((redis::Value::Nil, _)) => {
                 holder.lose(&period);
                 Err(Error::lost(&r.name))
@@ -174,15 +188,7 @@ impl Unlock {
             Ok((v, synced)) => {
                 holder.released(side, sent);
                 let last = reply::int(&v)? == 1;
-                if let Some(s) = synced.filter(|s| s.acked == 0) {
-                    return Err(Error::NoSyncedReplicas {
-                        command: r.kind.unlock.into(),
-                        name: r.name.to_string(),
-                        expected: s.expected,
-                        synced: s.acked,
-                        timeout: r.core.replica_sync_timeout,
-                    });
-                }
+                r.core.check_synced(r.kind.unlock, &r.name, synced)?;
                 Ok(if last { Unlocked::Last } else { Unlocked::HoldsLeft })
             }
             Err(e) => {

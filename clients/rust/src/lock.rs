@@ -282,16 +282,11 @@ impl Lock {
             core.spawn(watchdog::watch(r.clone(), period.clone()));
         }
         let guard = LockGuard::new(self.client.clone(), r.clone(), period, token);
-        if let Some(s) = synced.filter(|s| s.acked == 0) {
-            // No replica has the grant: a failover could hand the lock to someone else.
-            let _ = guard.unlock().await;
-            return Err(Error::NoSyncedReplicas {
-                command: r.kind.acquire.into(),
-                name: r.name.to_string(),
-                expected: s.expected,
-                synced: s.acked,
-                timeout: core.replica_sync_timeout,
-            });
+        if let Err(e) = core.check_synced(r.kind.acquire, &r.name, synced) {
+            // No replica has the grant: a failover could hand the lock to someone else. Given
+            // back first (not waited for), as Redisson's handleNoSync.
+            let _ = guard.give_back().await;
+            return Err(e);
         }
         Ok(Some(guard))
     }
@@ -342,14 +337,15 @@ impl Lock {
             .r
             .core
             .transport
-            .once(&self.r.name, self.r.kind.force_cmd(&self.r.name), self.r.core.command_timeout)
+            .once_synced(&self.r.name, self.r.kind.force_cmd(&self.r.name), self.r.core.command_timeout, self.r.sync())
             .await?;
-        let freed = reply::int(&v)? == 1;
+        let freed = reply::int(&v.0)? == 1;
         if freed {
             if let Some(p) = self.r.holder.period() {
                 self.r.holder.lose(&p);
             }
         }
+        self.r.core.check_synced(self.r.kind.force, &self.r.name, v.1)?;
         Ok(freed)
     }
 }

@@ -25,7 +25,7 @@ impl LockRef {
 
     /// The replica sync of this client, if on.
     pub fn sync(&self) -> Option<Duration> {
-        self.core.sync_replicas.then_some(self.core.replica_sync_timeout)
+        self.core.sync()
     }
 }
 

@@ -86,9 +86,26 @@ async fn sentinel_names_the_primary_and_replicas_are_waited_for() {
     // The replica stops acknowledging: the grant is given back.
     let sleeper = s.replica.sleep(2.0);
     let r = locks.lock("orders").acquire().await;
-    assert!(matches!(&r, Err(Error::NoSyncedReplicas { expected: 1, synced: 0, .. })), "{r:?}");
+    assert!(matches!(&r, Err(Error::NoSyncedReplicas { replicas: 1, synced: 0, .. })), "{r:?}");
     let exists: i64 = redis::cmd("EXISTS").arg("orders").query(&mut s.primary.conn()).unwrap();
     assert_eq!(exists, 0, "the grant was given back");
+    tokio::task::spawn_blocking(move || sleeper.join().unwrap()).await.unwrap();
+    // A semaphore's permits too; a release stays applied and says it was not synced.
+    let sem = locks.semaphore("pool");
+    assert!(sem.try_set_permits(1, None).await.unwrap());
+    let held = sem.acquire(1).await.unwrap();
+    // Three waits of 1 s each below: the replica sleeps past them all.
+    let sleeper = s.replica.sleep(4.0);
+    let r = sem.try_acquire(1, Duration::ZERO).await;
+    assert!(matches!(r, Ok(None)), "a refusal stays a refusal: {:?}", r.map(|g| g.map(|g| g.permits())));
+    let r = held.release().await;
+    assert!(matches!(&r, Err(Error::NoSyncedReplicas { replicas: 1, .. })), "{r:?}");
+    let avail: i64 = redis::cmd("GET").arg("pool").query(&mut s.primary.conn()).unwrap();
+    assert_eq!(avail, 1, "the release stays applied");
+    let r = sem.try_acquire(1, Duration::ZERO).await;
+    assert!(matches!(&r, Err(Error::NoSyncedReplicas { .. })), "{:?}", r.map(|g| g.map(|g| g.permits())));
+    let avail: i64 = redis::cmd("GET").arg("pool").query(&mut s.primary.conn()).unwrap();
+    assert_eq!(avail, 1, "the permit taken was given back");
     tokio::task::spawn_blocking(move || sleeper.join().unwrap()).await.unwrap();
     // Off: nothing is waited for.
     let unsynced = LockClient::builder().sync_replicas(false).build(Servers::Sentinel(sentinel_client(&s))).unwrap();

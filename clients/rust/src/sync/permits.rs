@@ -64,9 +64,15 @@ impl PermitExpirableSemaphore {
         &self.name
     }
 
-    async fn once(&self, c: redis::Cmd) -> Result<redis::Value> {
+    /// A change, sent once, with the replica sync (`Err(NoSyncedReplicas)` after it was applied
+    /// when no replica acknowledged it).
+    async fn change(&self, c: redis::Cmd) -> Result<redis::Value> {
         check_name(&self.name)?;
-        self.core().transport.once(&self.name, c, self.core().command_timeout).await
+        let core = self.core();
+        let command = crate::transport::command_name(&c);
+        let (v, synced) = core.transport.once_synced(&self.name, c, core.command_timeout, core.sync()).await?;
+        core.check_synced(&command, &self.name, synced)?;
+        Ok(v)
     }
 
     async fn read(&self, c: redis::Cmd) -> Result<redis::Value> {
@@ -75,13 +81,14 @@ impl PermitExpirableSemaphore {
 
     /// Sets the permits if the semaphore does not exist yet; true if it was set.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
-        Ok(reply::int(&self.once(redis::cmd("PSEMAPHORE.TRYSETPERMITS").arg(&*self.name).arg(permits).clone()).await?)?
-            == 1)
+        Ok(reply::int(
+            &self.change(redis::cmd("PSEMAPHORE.TRYSETPERMITS").arg(&*self.name).arg(permits).clone()).await?,
+        )? == 1)
     }
 
     /// Sets the total (available plus taken) to `permits`, as Redisson's `setPermits`.
     pub async fn set_permits(&self, permits: u64) -> Result<()> {
-        self.once(redis::cmd("PSEMAPHORE.SETPERMITS").arg(&*self.name).arg(permits).clone()).await.map(|_| ())
+        self.change(redis::cmd("PSEMAPHORE.SETPERMITS").arg(&*self.name).arg(permits).clone()).await.map(|_| ())
     }
 
     /// Takes `permits` for this object's lease, waiting in the server without limit.
@@ -113,11 +120,17 @@ impl PermitExpirableSemaphore {
             let c = redis::cmd("PSEMAPHORE.ACQUIRE").arg(&*sem.name).arg(permits).arg(lease).clone();
             let cmds = [with_block(c, block)];
             let sent = Instant::now();
-            let req = Request { key: &sem.name, cmds: &cmds, timeout: t, cancel: Some(&cancel), sync: None };
+            let req = Request { key: &sem.name, cmds: &cmds, timeout: t, cancel: Some(&cancel), sync: core.sync() };
             match core.transport.call(req).await {
                 Ok(r) => match reply::opt_texts(r.values.first().unwrap_or(&redis::Value::Nil))? {
                     None => Ok(None),
                     Some(ids) => {
+                        if let Err(e) = core.check_synced("PSEMAPHORE.ACQUIRE", &sem.name, r.synced) {
+                            // No replica has the permits taken: given back first, not waited for.
+                            let back = redis::cmd("PSEMAPHORE.RELEASE").arg(&*sem.name).arg(&ids).clone();
+                            let _ = core.transport.once(&sem.name, back, core.command_timeout).await;
+                            return Err(e);
+                        }
                         // The lease starts when the server serves the request: never before the send.
                         let deadline = (lease > 0).then(|| sent + Duration::from_millis(lease));
                         Ok(Some(PermitGuard::new(sem.clone(), ids, deadline)))
@@ -136,7 +149,7 @@ impl PermitExpirableSemaphore {
         if ids.is_empty() {
             return Err(Error::InvalidArgument("no permit id given".into()));
         }
-        let v = self.once(redis::cmd("PSEMAPHORE.RELEASE").arg(&*self.name).arg(ids).clone()).await?;
+        let v = self.change(redis::cmd("PSEMAPHORE.RELEASE").arg(&*self.name).arg(ids).clone()).await?;
         Ok(usize::try_from(reply::int(&v)?).ok() == Some(ids.len()))
     }
 
@@ -152,7 +165,10 @@ impl PermitExpirableSemaphore {
     /// if it is gone.
     pub async fn update_lease(&self, id: &str, lease: Duration) -> Result<bool> {
         let c = redis::cmd("PSEMAPHORE.UPDATELEASE").arg(&*self.name).arg(id).arg(ms(lease)).clone();
-        Ok(reply::int(&self.read(c).await?)? == 1)
+        let core = self.core();
+        let (v, synced) = core.transport.read_synced(&self.name, c, core.command_timeout, core.sync()).await?;
+        core.check_synced("PSEMAPHORE.UPDATELEASE", &self.name, synced)?;
+        Ok(reply::int(&v)? == 1)
     }
 
     /// The permits available now (expired ones back).

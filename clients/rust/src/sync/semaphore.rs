@@ -49,9 +49,15 @@ impl Semaphore {
         &self.name
     }
 
-    async fn once(&self, c: redis::Cmd) -> Result<redis::Value> {
+    /// A change, sent once, with the replica sync (`Err(NoSyncedReplicas)` after it was applied
+    /// when no replica acknowledged it).
+    async fn change(&self, c: redis::Cmd) -> Result<redis::Value> {
         check_name(&self.name)?;
-        self.core().transport.once(&self.name, c, self.core().command_timeout).await
+        let core = self.core();
+        let command = crate::transport::command_name(&c);
+        let (v, synced) = core.transport.once_synced(&self.name, c, core.command_timeout, core.sync()).await?;
+        core.check_synced(&command, &self.name, synced)?;
+        Ok(v)
     }
 
     /// Sets the permits if the semaphore does not exist yet (`lease`: the key expires then).
@@ -62,7 +68,7 @@ impl Semaphore {
         if let Some(l) = lease {
             c.arg("LEASE").arg(positive(ms(l), "lease")?);
         }
-        Ok(reply::int(&self.once(c).await?)? == 1)
+        Ok(reply::int(&self.change(c).await?)? == 1)
     }
 
     /// Takes `permits`, waiting in the server without limit.
@@ -89,9 +95,15 @@ impl Semaphore {
             let core = sem.core().clone();
             let (block, t) = wait_args(&core, timeout);
             let cmds = [with_block(redis::cmd("SEMAPHORE.ACQUIRE").arg(&*sem.name).arg(permits).clone(), block)];
-            let req = Request { key: &sem.name, cmds: &cmds, timeout: t, cancel: Some(&cancel), sync: None };
+            let req = Request { key: &sem.name, cmds: &cmds, timeout: t, cancel: Some(&cancel), sync: core.sync() };
             match core.transport.call(req).await {
                 Ok(r) if r.values.first().and_then(|v| reply::int(v).ok()) == Some(1) => {
+                    if let Err(e) = core.check_synced("SEMAPHORE.ACQUIRE", &sem.name, r.synced) {
+                        // No replica has the permits taken: given back first, not waited for.
+                        let back = redis::cmd("SEMAPHORE.RELEASE").arg(&*sem.name).arg(permits).clone();
+                        let _ = core.transport.once(&sem.name, back, core.command_timeout).await;
+                        return Err(e);
+                    }
                     Ok(Some(SemaphoreGuard { sem: sem.clone(), permits, done: false }))
                 }
                 Ok(_) => Ok(None),
@@ -105,17 +117,17 @@ impl Semaphore {
     /// Gives `permits` back, whoever took them; returns the permits available.
     pub async fn release(&self, permits: u64) -> Result<i64> {
         let c = redis::cmd("SEMAPHORE.RELEASE").arg(&*self.name).arg(positive(permits, "permits")?).clone();
-        reply::int(&self.once(c).await?)
+        reply::int(&self.change(c).await?)
     }
 
     /// Adds `delta` permits (negative: removes them), as Redisson's `addPermits`.
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        self.once(redis::cmd("SEMAPHORE.ADDPERMITS").arg(&*self.name).arg(delta).clone()).await.map(|_| ())
+        self.change(redis::cmd("SEMAPHORE.ADDPERMITS").arg(&*self.name).arg(delta).clone()).await.map(|_| ())
     }
 
     /// Takes every available permit; returns how many.
     pub async fn drain_permits(&self) -> Result<i64> {
-        reply::int(&self.once(redis::cmd("SEMAPHORE.DRAIN").arg(&*self.name).clone()).await?)
+        reply::int(&self.change(redis::cmd("SEMAPHORE.DRAIN").arg(&*self.name).clone()).await?)
     }
 
     /// The permits available now (0 when the semaphore does not exist).

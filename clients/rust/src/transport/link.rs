@@ -38,6 +38,8 @@ pub(crate) struct Link {
     /// The server's id of this connection (`CLIENT ID`); `None` when the ACL refuses it (a lost
     /// reply is then settled by asking only, with no barrier).
     pub client_id: Option<i64>,
+    /// Its last reply is in doubt: closed instead of kept.
+    pub broken: bool,
 }
 
 impl NodePool {
@@ -74,11 +76,14 @@ impl NodePool {
             Err(e) if e.code().is_some() => None,
             Err(e) => return Err(e),
         };
-        Ok(Link { conn, client_id })
+        Ok(Link { conn, client_id, broken: false })
     }
 
     /// Keeps `link` for reuse (a link whose reply was lost is dropped instead, by the caller).
     pub fn put(&self, link: Link) {
+        if link.broken {
+            return;
+        }
         if let Ok(mut idle) = self.idle.lock() {
             if idle.len() < IDLE_PER_NODE {
                 idle.push(link);

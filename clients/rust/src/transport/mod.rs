@@ -179,25 +179,27 @@ impl Transport {
                     return Err(CallError::Failed(failure));
                 }
             };
-            let durability = match req.sync {
-                Some(_) => Some(self.durability(&node).await),
-                None => None,
-            };
-            let sync_cmds = match (durability, req.sync) {
-                (Some(d), Some(t)) => replicas::sync_cmds(d, t),
-                _ => Vec::new(),
+            // Replica sync: INFO in front when the node's count is stale, the wait after.
+            let known = req.sync.map(|_| node.durability.fresh());
+            let ask_info = matches!(known, Some(None));
+            let wait = match (known, req.sync) {
+                (Some(Some(d)), Some(t)) => replicas::wait_cmd(d, t),
+                _ => None,
             };
             let mut pipe = redis::pipe();
             if asking {
                 pipe.cmd("ASKING");
             }
-            for c in req.cmds.iter().chain(sync_cmds.iter()) {
+            if ask_info {
+                pipe.add_command(replicas::info_cmd());
+            }
+            for c in req.cmds.iter().chain(wait.iter()) {
                 pipe.add_command(c.clone());
             }
             let client_id = link.client_id;
-            let n = req.cmds.len() + sync_cmds.len() + usize::from(asking);
-            // The sync commands wait up to their own timeout after the request.
-            let timeout = req.timeout.map(|t| t + req.sync.filter(|_| !sync_cmds.is_empty()).unwrap_or_default());
+            let n = req.cmds.len() + usize::from(wait.is_some()) + usize::from(asking) + usize::from(ask_info);
+            // The wait may take its own timeout after the request.
+            let timeout = req.timeout.map(|t| t + req.sync.filter(|_| wait.is_some()).unwrap_or_default());
             let sent = self.send(&mut link, &pipe, n, timeout, req.cancel, &node).await;
             let (mut values, unblocked) = match sent {
                 Ok(v) => v,
@@ -209,60 +211,101 @@ impl Transport {
                     return Err(CallError::Lost(Lost { node, client_id, cause: cause.what }));
                 }
             };
+            if asking && !values.is_empty() {
+                values.remove(0);
+            }
+            let mut durability = known.flatten();
+            if ask_info && !values.is_empty() {
+                let info = values.remove(0);
+                durability = Some(self.learned(&node, &info));
+            }
+            let wait_reply = if wait.is_some() && values.len() > req.cmds.len() { values.pop() } else { None };
+            if let Some(err) = first_error(&values) {
+                if unblocked {
+                    drop(link);
+                } else {
+                    node.put(link);
+                }
+                if let Some(redirect) = self.redirect(&err) {
+                    if !last {
+                        if let Some((host, port)) = redirect.ask {
+                            ask = Some(topology::with_addr(&node.info, host, port));
+                        } else {
+                            self.refresh(attempt).await;
+                        }
+                        failure = Error::Redis(err);
+                        continue;
+                    }
+                }
+                return Err(CallError::Failed(Error::Redis(err)));
+            }
+            let synced = match (durability, req.sync) {
+                (Some(d), Some(t)) => self.verdict(&node, &mut link, d, wait_reply, t).await,
+                _ => None,
+            };
             if unblocked {
                 // CLIENT UNBLOCK named this connection: never let it reach a later request.
                 drop(link);
             } else {
                 node.put(link);
             }
-            if asking && !values.is_empty() {
-                values.remove(0);
-            }
-            let Some(err) = first_error(&values[..req.cmds.len().min(values.len())]) else {
-                let sync_replies = values.split_off(req.cmds.len().min(values.len()));
-                let synced = durability.and_then(|d| replicas::parse_synced(d, &sync_replies));
-                return Ok(Replies { values, synced });
-            };
-            if let Some(redirect) = self.redirect(&err) {
-                if !last {
-                    if let Some((host, port)) = redirect.ask {
-                        ask = Some(topology::with_addr(&node.info, host, port));
-                    } else {
-                        self.refresh(attempt).await;
-                    }
-                    failure = Error::Redis(err);
-                    continue;
-                }
-            }
-            return Err(CallError::Failed(Error::Redis(err)));
+            return Ok(Replies { values, synced });
         }
         Err(CallError::Failed(failure))
     }
 
-    /// The node's replica count and AOF setting: read once, then again in the background
-    /// when stale.
-    async fn durability(&self, node: &Node) -> Durability {
-        let (seen, stale) = node.durability.get();
-        match seen {
+    /// Records what `INFO` said of `node`'s replicas (refused: none can be counted, so nothing
+    /// is waited for, and a warning says so).
+    fn learned(&self, node: &Node, info: &Value) -> Durability {
+        let d = match info {
+            Value::ServerError(e) => {
+                tracing::warn!(
+                    "redis-lockmod: cannot count the replicas of {} (INFO refused: {e:?}): grants are not synced",
+                    node.addr
+                );
+                Durability::default()
+            }
+            v => crate::reply::opt_text(v).ok().flatten().map(|t| replicas::parse_durability(&t)).unwrap_or_default(),
+        };
+        node.durability.set(d);
+        d
+    }
+
+    /// The wait's verdict. A count just learned with replicas and no wait sent yet gets its
+    /// wait now, on the same connection (`WAIT` covers the connection's own writes). A wait
+    /// answered otherwise than counted, or failed, makes the next call count again.
+    async fn verdict(
+        &self,
+        node: &Node,
+        link: &mut Link,
+        d: Durability,
+        reply: Option<Value>,
+        t: Duration,
+    ) -> Option<Synced> {
+        let reply = match reply {
+            Some(r) => r,
             None => {
-                let d = read_durability(node, self.connect_timeout).await.unwrap_or_default();
-                node.durability.set(d);
-                d
-            }
-            Some(d) => {
-                if stale && node.durability.claim_refresh() {
-                    let node = node.clone();
-                    let timeout = self.connect_timeout;
-                    tokio::spawn(async move {
-                        if let Some(d) = read_durability(&node, timeout).await {
-                            node.durability.set(d);
-                        }
-                        node.durability.refreshed();
-                    });
+                let wait = replicas::wait_cmd(d, t)?;
+                let late = tokio::time::timeout(t + self.grace, link.conn.send_packed_command(&wait)).await;
+                match late {
+                    Ok(Ok(v)) => v,
+                    Ok(Err(e)) if e.code().is_some() => Value::Int(0),
+                    // The connection is in doubt: its next user must not read this wait's reply.
+                    _ => {
+                        node.durability.drop_reading();
+                        link.client_id = None;
+                        link.broken = true;
+                        return Some(Synced { expected: d.online, acked: 0 });
+                    }
                 }
-                d
             }
+        };
+        let acked = replicas::acked(d, &reply);
+        if acked != d.online {
+            // A replica came, went, or lags: count them again next time.
+            node.durability.drop_reading();
         }
+        Some(Synced { expected: d.online, acked })
     }
 
     fn is_standalone(&self) -> bool {
@@ -382,11 +425,23 @@ impl Transport {
 
     /// One command that changes nothing: sent again (up to 3 times) while its reply is lost.
     pub async fn read(&self, key: &str, cmd: Cmd, timeout: Duration) -> Result<Value, Error> {
+        self.read_synced(key, cmd, timeout, None).await.map(|(v, _)| v)
+    }
+
+    /// As [`read`](Self::read), for a change that is safe to repeat (`PSEMAPHORE.UPDATELEASE`),
+    /// with the replica sync.
+    pub async fn read_synced(
+        &self,
+        key: &str,
+        cmd: Cmd,
+        timeout: Duration,
+        sync: Option<Duration>,
+    ) -> Result<(Value, Option<Synced>), Error> {
         let cmds = [cmd];
         let mut last = String::new();
         for _ in 0..READ_ATTEMPTS {
-            match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync: None }).await {
-                Ok(mut r) => return Ok(r.values.pop().unwrap_or(Value::Nil)),
+            match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync }).await {
+                Ok(mut r) => return Ok((r.values.pop().unwrap_or(Value::Nil), r.synced)),
                 Err(CallError::Failed(e)) => return Err(e),
                 Err(CallError::Lost(l)) => last = l.cause,
             }
@@ -396,23 +451,24 @@ impl Transport {
 
     /// One command that changes something: sent once; a lost reply is [`Error::StateUnknown`].
     pub async fn once(&self, key: &str, cmd: Cmd, timeout: Duration) -> Result<Value, Error> {
+        self.once_synced(key, cmd, timeout, None).await.map(|(v, _)| v)
+    }
+
+    /// As [`once`](Self::once), with the replica sync.
+    pub async fn once_synced(
+        &self,
+        key: &str,
+        cmd: Cmd,
+        timeout: Duration,
+        sync: Option<Duration>,
+    ) -> Result<(Value, Option<Synced>), Error> {
         let cmds = [cmd];
-        match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync: None }).await {
-            Ok(mut r) => Ok(r.values.pop().unwrap_or(Value::Nil)),
+        match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync }).await {
+            Ok(mut r) => Ok((r.values.pop().unwrap_or(Value::Nil), r.synced)),
             Err(CallError::Failed(e)) => Err(e),
             Err(CallError::Lost(l)) => Err(Error::unknown(&command_name(&cmds[0]), key, l.cause)),
         }
     }
-}
-
-/// Reads a node's replica count and AOF setting (`INFO`).
-async fn read_durability(node: &NodePool, timeout: Duration) -> Option<Durability> {
-    let mut link = node.take().await.ok()?;
-    let mut c = redis::cmd("INFO");
-    c.arg("replication").arg("persistence").arg("server");
-    let v = tokio::time::timeout(timeout, link.conn.send_packed_command(&c)).await.ok()?.ok()?;
-    node.put(link);
-    Some(replicas::parse_durability(&crate::reply::opt_text(&v).ok()??))
 }
 
 /// Why a request's replies did not come.
