@@ -196,7 +196,13 @@ impl Core {
     /// `Err(NoSyncedReplicas)` when the wait after a change found no replica acknowledging it.
     pub fn check_synced(&self, command: &str, name: &str, synced: Option<crate::transport::Synced>) -> Result<()> {
         match synced.filter(|s| s.acked == 0) {
-            Some(s) => Err(Error::unsynced(command, name, s, self.sync_timeout)),
+            Some(s) => Err(Error::NoSyncedReplicas {
+                command: command.to_string(),
+                name: name.to_string(),
+                replicas: s.expected,
+                synced: s.acked,
+                timeout: self.sync_timeout,
+            }),
             None => Ok(()),
         }
     }

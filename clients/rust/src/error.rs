@@ -85,16 +85,6 @@ impl Error {
         Error::LockLost { name: name.to_string() }
     }
 
-    pub(crate) fn unsynced(command: &str, name: &str, s: crate::transport::Synced, timeout: Duration) -> Error {
-        Error::NoSyncedReplicas {
-            command: command.to_string(),
-            name: name.to_string(),
-            replicas: s.expected,
-            synced: s.acked,
-            timeout,
-        }
-    }
-
     pub(crate) fn unknown(command: &str, name: &str, cause: impl std::fmt::Display) -> Error {
         Error::StateUnknown { command: command.to_string(), name: name.to_string(), cause: cause.to_string() }
     }

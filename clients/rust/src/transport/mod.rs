@@ -13,8 +13,10 @@
 //!   `CLIENT UNBLOCK <id> TIMEOUT` from another connection; the transport keeps reading its
 //!   reply (a timeout, or a grant that came first) for the caller to give back.
 
+mod kill;
 mod link;
 mod replicas;
+mod requests;
 pub(crate) mod topology;
 
 use std::collections::HashMap;
@@ -35,8 +37,6 @@ use crate::error::Error;
 
 /// Sends of one request that the server refused without running it.
 const MAX_REDIRECTS: usize = 6;
-/// Times a read that changes nothing is sent when its reply is lost.
-const READ_ATTEMPTS: usize = 3;
 
 /// A reply that did not come: the request may or may not have run.
 #[derive(Debug, Clone)]
@@ -373,100 +373,6 @@ impl Transport {
                     deadline = Some(deadline.map_or(by, |d| d.min(by)));
                 }
             }
-        }
-    }
-
-    /// `CLIENT UNBLOCK id TIMEOUT` on another connection to `node`.
-    async fn unblock(&self, node: &Node, id: i64) -> Result<(), Error> {
-        let mut link = node.take().await?;
-        let mut c = redis::cmd("CLIENT");
-        c.arg("UNBLOCK").arg(id).arg("TIMEOUT");
-        match tokio::time::timeout(self.grace, link.conn.send_packed_command(&c)).await {
-            Ok(Ok(_)) => {
-                node.put(link);
-                Ok(())
-            }
-            Ok(Err(e)) if e.code().is_some() => {
-                node.put(link);
-                Err(Error::Redis(e))
-            }
-            Ok(Err(e)) => Err(Error::Redis(e)),
-            Err(_) => Err(Error::Redis(io_error("CLIENT UNBLOCK timed out"))),
-        }
-    }
-
-    /// `CLIENT KILL ID` of the connection a lost request went out on, on the same node: once it
-    /// answers, that request has either run or never will. Best effort: without the permission
-    /// (or the id) the settling read relies on the server having read that connection first.
-    /// True when that is certain (killed now, or already gone).
-    pub async fn barrier(&self, lost: &Lost, timeout: Duration) -> bool {
-        let Some(id) = lost.client_id else { return false };
-        let mut c = redis::cmd("CLIENT");
-        c.arg("KILL").arg("ID").arg(id);
-        for attempt in 0..3u32 {
-            if let Ok(mut link) = lost.node.take().await {
-                match tokio::time::timeout(timeout, link.conn.send_packed_command(&c)).await {
-                    Ok(Ok(_)) => {
-                        lost.node.put(link);
-                        return true;
-                    }
-                    // "No such client": gone already, with whatever it had not run yet.
-                    Ok(Err(e)) if e.code().is_some() => {
-                        lost.node.put(link);
-                        return e.to_string().contains("No such client");
-                    }
-                    _ => {}
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
-        }
-        false
-    }
-
-    /// One command that changes nothing: sent again (up to 3 times) while its reply is lost.
-    pub async fn read(&self, key: &str, cmd: Cmd, timeout: Duration) -> Result<Value, Error> {
-        self.read_synced(key, cmd, timeout, None).await.map(|(v, _)| v)
-    }
-
-    /// As [`read`](Self::read), for a change that is safe to repeat (`PSEMAPHORE.UPDATELEASE`),
-    /// with the replica sync.
-    pub async fn read_synced(
-        &self,
-        key: &str,
-        cmd: Cmd,
-        timeout: Duration,
-        sync: Option<Duration>,
-    ) -> Result<(Value, Option<Synced>), Error> {
-        let cmds = [cmd];
-        let mut last = String::new();
-        for _ in 0..READ_ATTEMPTS {
-            match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync }).await {
-                Ok(mut r) => return Ok((r.values.pop().unwrap_or(Value::Nil), r.synced)),
-                Err(CallError::Failed(e)) => return Err(e),
-                Err(CallError::Lost(l)) => last = l.cause,
-            }
-        }
-        Err(Error::unknown(&command_name(&cmds[0]), key, last))
-    }
-
-    /// One command that changes something: sent once; a lost reply is [`Error::StateUnknown`].
-    pub async fn once(&self, key: &str, cmd: Cmd, timeout: Duration) -> Result<Value, Error> {
-        self.once_synced(key, cmd, timeout, None).await.map(|(v, _)| v)
-    }
-
-    /// As [`once`](Self::once), with the replica sync.
-    pub async fn once_synced(
-        &self,
-        key: &str,
-        cmd: Cmd,
-        timeout: Duration,
-        sync: Option<Duration>,
-    ) -> Result<(Value, Option<Synced>), Error> {
-        let cmds = [cmd];
-        match self.call(Request { key, cmds: &cmds, timeout: Some(timeout), cancel: None, sync }).await {
-            Ok(mut r) => Ok((r.values.pop().unwrap_or(Value::Nil), r.synced)),
-            Err(CallError::Failed(e)) => Err(e),
-            Err(CallError::Lost(l)) => Err(Error::unknown(&command_name(&cmds[0]), key, l.cause)),
         }
     }
 }
