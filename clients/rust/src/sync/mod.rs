@@ -63,3 +63,13 @@ pub(crate) fn check_open(name: &str, core: &Core) -> Result<()> {
     }
     Ok(())
 }
+
+/// A change, sent once, with the replica sync: `Err(NoSyncedReplicas)` (after it was applied)
+/// when no replica acknowledged it.
+pub(crate) async fn change(core: &Core, name: &str, c: redis::Cmd) -> Result<redis::Value> {
+    check_name(name)?;
+    let command = crate::transport::command_name(&c);
+    let (v, synced) = core.transport.once_synced(name, c, core.command_timeout, core.sync()).await?;
+    core.check_synced(&command, name, synced)?;
+    Ok(v)
+}

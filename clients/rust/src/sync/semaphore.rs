@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{check_name, check_open, positive, wait_args, with_block};
+use super::{change, check_open, positive, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
@@ -49,15 +49,8 @@ impl Semaphore {
         &self.name
     }
 
-    /// A change, sent once, with the replica sync (`Err(NoSyncedReplicas)` after it was applied
-    /// when no replica acknowledged it).
     async fn change(&self, c: redis::Cmd) -> Result<redis::Value> {
-        check_name(&self.name)?;
-        let core = self.core();
-        let command = crate::transport::command_name(&c);
-        let (v, synced) = core.transport.once_synced(&self.name, c, core.command_timeout, core.sync()).await?;
-        core.check_synced(&command, &self.name, synced)?;
-        Ok(v)
+        change(self.core(), &self.name, c).await
     }
 
     /// Sets the permits if the semaphore does not exist yet (`lease`: the key expires then).
