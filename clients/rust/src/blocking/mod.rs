@@ -2,8 +2,11 @@
 //! run to completion on a runtime of the client's own (one worker thread, which also runs the
 //! watchdogs and the background releases of dropped guards).
 //!
-//! Never call it from inside an async runtime (tokio refuses to block there): use the async
-//! API instead.
+//! Never call it from inside an async runtime (tokio refuses to block there; the call returns
+//! [`Error::InvalidArgument`]): use the async API instead. A guard dropped without its unlock
+//! is released in the background, on the client's runtime, as in the async API; when the last
+//! handle of the client goes (the client, its locks and guards), that drop waits, at most the
+//! command timeout, for those background releases before the runtime stops.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
