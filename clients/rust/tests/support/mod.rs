@@ -165,15 +165,15 @@ impl Server {
 
     /// Keeps the server busy (`DEBUG SLEEP`) from another connection; returns once it sleeps.
     pub fn sleep(&self, seconds: f64) -> std::thread::JoinHandle<()> {
-        let url = self.url();
+        // Connected before the server sleeps: a connection made during the sleep would wait for
+        // its handshake's reply.
+        let mut probe = self.conn();
+        let mut sleeper = self.conn();
         let t = std::thread::spawn(move || {
-            let mut c = redis::Client::open(url).and_then(|c| c.get_connection()).expect("connect");
-            let _ = c.set_read_timeout(Some(Duration::from_secs(60)));
-            let _: redis::RedisResult<Value> = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query(&mut c);
+            let _ = sleeper.set_read_timeout(Some(Duration::from_secs(60)));
+            let _: redis::RedisResult<Value> = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query(&mut sleeper);
         });
-        let probe = self.conn();
         probe.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
-        let mut probe = probe;
         wait_until(Duration::from_secs(5), "the server asleep", || {
             redis::cmd("PING").query::<String>(&mut probe).is_err()
         });
