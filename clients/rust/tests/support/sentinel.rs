@@ -21,9 +21,10 @@ impl Sentinels {
     pub fn start() -> Sentinels {
         let primary = Server::start();
         let replica = Server::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+        // In sync, and listed online by the primary (what the library counts).
         wait_until(Duration::from_secs(10), "the replica in sync", || {
-            let text: String = redis::cmd("INFO").arg("replication").query(&mut replica.conn()).unwrap_or_default();
-            text.contains("master_link_status:up")
+            let text: String = redis::cmd("INFO").arg("replication").query(&mut primary.conn()).unwrap_or_default();
+            text.contains("state=online")
         });
         let dir = scratch_dir();
         let port = free_port();
