@@ -18,6 +18,7 @@ mod names;
 mod part1;
 mod part11;
 mod part11_cell;
+mod part12;
 mod part2;
 mod part3;
 mod part4;
@@ -143,13 +144,13 @@ fn raise_fd_limit() {
     }
 }
 
+/// One part of the run.
+type Part = fn(&mut Bench) -> Res<()>;
+
 fn usage() -> ! {
     eprintln!("usage: lockmod-bench [--quick] [--only 1,2,...] [--part N] [--out DIR] [--module PATH] [--server BIN]");
     std::process::exit(2)
 }
-
-/// One part of the run.
-type Part = fn(&mut Bench) -> Res<()>;
 
 fn run() -> Res<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -190,8 +191,9 @@ fn run() -> Res<()> {
         Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone(), binary: binary.clone() };
 
     let started = std::time::Instant::now();
-    // (number, part): numbers are the report's section numbers (10 is the rate limiter's).
-    let parts: [(u32, Part); 10] = [
+    // (number, part): numbers are the report's section numbers (10 is the rate limiter's, 11
+    // GCRA's, 12 the Rust client's).
+    let parts: [(u32, Part); 11] = [
         (1, part1::run),
         (2, part2::run),
         (3, part3::run),
@@ -202,6 +204,7 @@ fn run() -> Res<()> {
         (8, part8::run),
         (9, part9::run),
         (11, part11::run),
+        (12, part12::run),
     ];
     for (n, part) in parts {
         if only.as_ref().is_none_or(|o| o.contains(&n)) {
