@@ -37,6 +37,8 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("sync_handoffs", g(&stats::SYNC_HANDOFFS)),
         ("permits_reclaimed", g(&stats::PERMITS_RECLAIMED)),
     ]);
+    // Issue 29: the work of looking up a long command's own argument strings.
+    fields.push(("args_probed", ffi::args_probed() as i64));
     fields
 }
 
@@ -44,4 +46,5 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
 pub fn reset() {
     stats::reset();
     redisson::stats::reset();
+    ffi::reset_args_probed();
 }
