@@ -69,6 +69,7 @@ needed_apis!(
     RedisModule_ScanKey,
     RedisModule_ScanCursorCreate,
     RedisModule_ScanCursorDestroy,
+    RedisModule_Scan,
     RedisModule_StringDMA,
     RedisModule_StringSet,
     RedisModule_StringTruncate,

@@ -9,6 +9,10 @@
 //! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
 //! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
 //!   (`crate::redisson`); `SCRIPT` (what the script cache holds, for it): always;
+//! - `ZADD` to a key named `...:timeout`, from a client, a transaction or a script: always (an
+//!   expirable semaphore's lease written by others, Redisson's Lua above all: its reclaim timer
+//!   is armed, `crate::blocking::reclaim_find`); the usual `ZADD` costs a name test and a look
+//!   at `argv[1]`'s last bytes;
 //! - any other command's keys: only while [`watching`] (`crate::watch`).
 //!
 //! A [`FilterCall`] reads and rewrites the call's arguments; [`Owned`] strings are what a
@@ -52,6 +56,8 @@ pub struct FilterHooks {
     pub eval: fn(FilterCall, Form),
     /// Any other command (named `cmd`), while [`watching`].
     pub other: fn(FilterCall, &[u8]),
+    /// A `ZADD` to `key`, a name ending in `:timeout`.
+    pub timeout_zadd: fn(&[u8]),
 }
 
 static HOOKS: AtomicPtr<FilterHooks> = AtomicPtr::new(null_mut());
@@ -100,17 +106,54 @@ extern "C" fn on_command(fctx: Fctx) {
         return;
     }
     let name = str_bytes(cmd);
-    let special = match name.first().map(|b| b | 0x20) {
+    let first = name.first().map(|b| b | 0x20);
+    let special = match first {
         Some(b'a' | b'c' | b'e') => true,
         Some(b's') => name.len() == 6,
         _ => false,
     };
     if special {
         on_some(fctx, name);
-    } else if watching() {
+        return;
+    }
+    if first == Some(b'z') && is_zadd(name) {
+        on_zadd(fctx);
+    }
+    if watching() {
         // Its fast path cannot panic; it guards what follows a hit itself.
         if let Some(h) = hooks() {
             (h.other)(FilterCall::new(fctx), name);
+        }
+    }
+}
+
+/// `ZADD`, in any case: one 4-byte compare.
+#[inline]
+fn is_zadd(name: &[u8]) -> bool {
+    match name {
+        [a, b, c, d] => u32::from_le_bytes([*a, *b, *c, *d]) | 0x2020_2020 == u32::from_le_bytes(*b"zadd"),
+        _ => false,
+    }
+}
+
+/// The key names that may hold an expirable semaphore's leases end with this.
+const TIMEOUT_SUFFIX: &[u8; 8] = b":timeout";
+
+/// A `ZADD`: if its key ends with `:timeout`, the hook hears of it (out of line: the usual
+/// `ZADD` pays an argument fetch and one 8-byte compare).
+#[inline(never)]
+fn on_zadd(fctx: Fctx) {
+    // SAFETY: `fctx` is live for this call; NULL past the last argument.
+    let key = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 1) };
+    if key.is_null() {
+        return;
+    }
+    let key = str_bytes(key);
+    if key.len() > TIMEOUT_SUFFIX.len() && key.ends_with(TIMEOUT_SUFFIX) {
+        if let Some(h) = hooks() {
+            if catch_unwind(AssertUnwindSafe(|| (h.timeout_zadd)(key))).is_err() {
+                log(c"warning", "lockmod: internal error in the command filter");
+            }
         }
     }
 }
@@ -130,12 +173,11 @@ fn on_some(fctx: Fctx, name: &[u8]) {
 fn on_special(fctx: Fctx, name: &[u8]) {
     let Some(h) = hooks() else { return };
     let call = FilterCall::new(fctx);
-    let argc = call.argc();
     let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
     match name.len() {
         3 if is(b"acl") => (h.acl)(call, name),
         4 if is(b"exec") => (h.exec)(call, name),
-        6 if argc == 2 && is(b"config") => {
+        6 if call.argc() == 2 && is(b"config") => {
             if call.arg(1).is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat")) {
                 (h.reset_stats)();
             }

@@ -78,6 +78,7 @@ pub mod metadata;
 pub mod modified;
 pub mod pause;
 pub mod random;
+pub mod scan;
 pub mod script_cache;
 pub mod shared;
 pub mod timers;
