@@ -83,8 +83,11 @@ impl Feed {
     }
 }
 
-/// The keyspace events (event, key) the subscriber got, in order.
-fn key_events(sub: &Subscriber) -> Vec<(String, String)> {
+/// Keyspace events as (event, key), in order.
+type Events = Vec<(String, String)>;
+
+/// The keyspace events the subscriber got, in order.
+fn key_events(sub: &Subscriber) -> Events {
     sub.take()
         .into_iter()
         .filter_map(|(ch, key)| ch.strip_prefix("__keyevent@0__:").map(|e| (e.to_string(), key)))
@@ -97,7 +100,7 @@ fn kea(c: &mut redis::Connection) {
 
 /// Runs `story` on a module server started with `extra`, and returns its events and the events
 /// of its replicated commands replayed on a plain server.
-fn both(extra: &[&str], story: impl FnOnce(&mut redis::Connection)) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn both(extra: &[&str], story: impl FnOnce(&mut redis::Connection)) -> (Events, Events) {
     let m = Server::start_with(true, extra);
     let mut c = m.conn();
     kea(&mut c);

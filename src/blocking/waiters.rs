@@ -164,6 +164,31 @@ mod tests {
         Waiter { client: n, bc: BlockedClient::fake(1000 + n as usize), req, who: crate::acl::Who::Root, since: 0 }
     }
 
+    fn sync_waiter(n: u64, req: Request) -> Waiter {
+        Waiter { client: n, bc: BlockedClient::fake(2000 + n as usize), req, who: crate::acl::Who::Root, since: 0 }
+    }
+
+    #[test]
+    fn each_line_is_counted_and_its_first_waiter_found_whatever_waits_ahead_of_it() {
+        let id: LockId = (0, b"c".to_vec());
+        let mut q = Waiters::default();
+        q.push_back(&id, sync_waiter(1, Request::Semaphore { permits: 5 }));
+        q.push_back(&id, sync_waiter(2, Request::Latch));
+        q.push_back(&id, sync_waiter(3, Request::Permits { permits: 1, lease: 0 }));
+        assert_eq!(q.lines(), [Line::Permits, Line::Latch]);
+        assert_eq!(q.first_in(Line::Permits).map(|(i, w)| (i, w.client)), Some((0, 1)));
+        assert_eq!(q.first_in(Line::Latch).map(|(i, w)| (i, w.client)), Some((1, 2)));
+        assert!(q.first_in(Line::Lock).is_none());
+        assert_eq!(q.remove(1).map(|w| w.client), Some(2), "the latch's waiter served");
+        assert_eq!(q.lines(), [Line::Permits]);
+        assert_eq!(q.pop_front().map(|w| w.client), Some(1));
+        assert_eq!(q.first_in(Line::Permits).map(|(i, w)| (i, w.client)), Some((0, 3)));
+        let mut locks: Map<LockId, Waiters> = Map::default();
+        locks.insert(id.clone(), q);
+        assert_eq!(take_by_client(&mut locks, 3).map(|(_, w)| w.client), Some(3));
+        assert!(locks[&id].lines().is_empty(), "every way out keeps the counts");
+    }
+
     fn clients(q: &Waiters) -> Vec<u64> {
         q.iter().map(|w| w.client).collect()
     }
