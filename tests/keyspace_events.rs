@@ -177,18 +177,8 @@ fn the_synchronizers_fire_the_events_of_what_they_replicate() {
 
 #[test]
 fn redissons_synchronizer_bodies_run_natively_fire_the_events_of_what_they_replicate() {
-    let dir = std::env::var("LOCKMOD_REDISSON_SYNC_SCRIPTS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/redisson-sync-scripts"));
-    let body = |prefix: &str| {
-        let file = std::fs::read_dir(dir.join("scripts"))
-            .expect("Redisson's synchronizer scripts (shared/redisson-sync-scripts)")
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
-            .expect("a body");
-        std::fs::read_to_string(file).expect("body")
-    };
+    let bodies = common::sync_pair::load();
+    let body = |prefix: &str| bodies.by_prefix(prefix).text.clone();
     // tryAcquire (semaphore), tryAcquire(ids) (expirable), countDown: the decrementing bodies.
     let (sem, perm, down) = (body("c7dc9"), body("992c9"), body("38060"));
     let (module, plain) = both(&["--lockmod.redisson-scripts", "native"], |c| {

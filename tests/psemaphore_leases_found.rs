@@ -156,16 +156,7 @@ fn a_promoted_replica_returns_a_lease_at_its_end() {
 /// Redisson's `tryAcquire(ids)` body (3.23.4 on), run as Lua: this server runs no script
 /// natively.
 fn lua_acquire(c: &mut redis::Connection, ids: &[&[u8]], lease: i64) -> i64 {
-    let dir = std::env::var("LOCKMOD_REDISSON_SYNC_SCRIPTS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/redisson-sync-scripts"));
-    let body = std::fs::read_dir(dir.join("scripts"))
-        .expect("Redisson's synchronizer scripts (shared/redisson-sync-scripts)")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("992c9")))
-        .map(|p| std::fs::read_to_string(p).expect("body"))
-        .expect("the tryAcquire(ids) body");
+    let body = common::sync_pair::load().by_prefix("992c9").text.clone();
     let now = now_ms();
     let until = now + lease;
     let mut e = redis::cmd("EVAL");

@@ -66,22 +66,13 @@ fn releasing_k_ids_looks_each_up_once_however_many_there_are() {
 
 #[test]
 fn redissons_try_release_bodies_run_natively_look_each_id_up_once() {
-    let scripts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/redisson-sync-scripts/scripts");
-    let dir = std::env::var("LOCKMOD_REDISSON_SYNC_SCRIPTS")
-        .map(|d| std::path::PathBuf::from(d).join("scripts"))
-        .unwrap_or(scripts);
+    let bodies = common::sync_pair::load();
     let s = Server::start_with(true, &["--lockmod.redisson-scripts", "native"]);
     let mut c = s.conn();
     let sub = s.subscriber();
     for prefix in [RELEASE_ALL, RELEASE_EACH] {
-        let file = std::fs::read_dir(&dir)
-            .expect("Redisson's synchronizer scripts (shared/redisson-sync-scripts)")
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
-            .expect("the tryRelease(ids) body");
-        let body = std::fs::read_to_string(&file).expect("body");
-        let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&body).query(&mut c).expect("SCRIPT LOAD");
+        let body = &bodies.by_prefix(prefix).text;
+        let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut c).expect("SCRIPT LOAD");
         for k in [1_000usize, 65_536] {
             let ids = lease(&mut c, k);
             sub.take();

@@ -5,17 +5,8 @@
 
 mod common;
 
-use std::thread;
-
-use common::parked::wait_blocked;
+use common::parked::{spawn_call as park, wait_blocked};
 use common::*;
-
-/// Starts `cmd...` on its own connection (a parked client), returning its reply.
-fn park(s: &Server, cmd: &[&str]) -> thread::JoinHandle<Result<Value, String>> {
-    let mut c = s.conn();
-    let args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
-    thread::spawn(move || call(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>()))
-}
 
 fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
     redis::cmd("GET").arg(key).query(c).expect("GET")
