@@ -10,9 +10,10 @@
 //!   timer, for lease zsets (`...:timeout`): about 1 s per million keys, the server answering
 //!   clients between ticks. A lease that ends before the walk reaches it comes back when found.
 //! - **Someone else wrote a lease**: Redisson's Lua (scripts off, or a body left to Lua), a
-//!   plain `ZADD`. The command filter sees every `ZADD` (from a client, queued in `MULTI`, or
-//!   called by a script) and reports one to a `...:timeout` key ([`noticed`]); a 0 ms timer
-//!   looks at it after the command ran. A `ZADD` queued in `MULTI` ran only at `EXEC`: what
+//!   plain `ZADD`. The command filter reports a `...:timeout` key that a script names, and,
+//!   once leases were seen on this server, one that a `ZADD` (from a client, queued in
+//!   `MULTI`, or called by a script) writes ([`noticed`]; `crate::ffi::filter`); a 0 ms timer
+//!   looks at it after the command ran. A command queued in `MULTI` ran only at `EXEC`: what
 //!   was looked at too early is looked at again after the next `EXEC` ([`on_exec`]).
 //!
 //! A zset found is a semaphore's only if its name is one `permit_timeouts` makes, the count

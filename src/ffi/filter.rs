@@ -9,10 +9,11 @@
 //! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
 //! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
 //!   (`crate::redisson`); `SCRIPT` (what the script cache holds, for it): always;
-//! - `ZADD` to a key named `...:timeout`, from a client, a transaction or a script: always (an
-//!   expirable semaphore's lease written by others, Redisson's Lua above all: its reclaim timer
-//!   is armed, `crate::blocking::reclaim_find`); the usual `ZADD` costs a name test and a look
-//!   at `argv[1]`'s last bytes;
+//! - a key named `...:timeout` that a `ZADD` (from a client, a transaction or a script) or an
+//!   `EVAL`/`EVALSHA` names: an expirable semaphore's lease written by others, Redisson's Lua
+//!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim_find`). Scripts'
+//!   keys always; `ZADD`'s only once the server has shown it holds leases ([`leases_seen`]), so
+//!   a server that never uses an expirable semaphore pays one flag test per `ZADD`;
 //! - any other command's keys: only while [`watching`] (`crate::watch`).
 //!
 //! A [`FilterCall`] reads and rewrites the call's arguments; [`Owned`] strings are what a
@@ -56,8 +57,8 @@ pub struct FilterHooks {
     pub eval: fn(FilterCall, Form),
     /// Any other command (named `cmd`), while [`watching`].
     pub other: fn(FilterCall, &[u8]),
-    /// A `ZADD` to `key`, a name ending in `:timeout`.
-    pub timeout_zadd: fn(&[u8]),
+    /// A `ZADD` to `key`, or a script naming `key`, a name ending in `:timeout`.
+    pub timeout_key: fn(&[u8]),
 }
 
 static HOOKS: AtomicPtr<FilterHooks> = AtomicPtr::new(null_mut());
@@ -70,6 +71,22 @@ static WATCHING: AtomicBool = AtomicBool::new(false);
 #[inline]
 pub fn watching() -> bool {
     WATCHING.load(Relaxed)
+}
+
+/// Set once the server has shown it holds an expirable semaphore's leases (the module armed a
+/// reclaim timer, a script named a `...:timeout` key): from then on the filter looks at every
+/// `ZADD`'s key. Never cleared: a semaphore in use stays in use.
+static LEASES_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Whether `ZADD`s are looked at.
+#[inline]
+pub fn leases_seen() -> bool {
+    LEASES_SEEN.load(Relaxed)
+}
+
+/// Leases were seen: look at `ZADD`s from now on.
+pub fn set_leases_seen() {
+    LEASES_SEEN.store(true, Relaxed);
 }
 
 /// Turns the look at other commands' keys on or off.
@@ -116,7 +133,7 @@ extern "C" fn on_command(fctx: Fctx) {
         on_some(fctx, name);
         return;
     }
-    if first == Some(b'z') && is_zadd(name) {
+    if first == Some(b'z') && leases_seen() && is_zadd(name) {
         on_zadd(fctx);
     }
     if watching() {
@@ -148,13 +165,28 @@ fn on_zadd(fctx: Fctx) {
     if key.is_null() {
         return;
     }
-    let key = str_bytes(key);
+    timeout_key(str_bytes(key));
+}
+
+/// A key a `ZADD` or a script names: if it ends with `:timeout`, the hook hears of it.
+fn timeout_key(key: &[u8]) {
     if key.len() > TIMEOUT_SUFFIX.len() && key.ends_with(TIMEOUT_SUFFIX) {
+        set_leases_seen();
         if let Some(h) = hooks() {
-            if catch_unwind(AssertUnwindSafe(|| (h.timeout_zadd)(key))).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| (h.timeout_key)(key))).is_err() {
                 log(c"warning", "lockmod: internal error in the command filter");
             }
         }
+    }
+}
+
+/// `EVAL`/`EVALSHA` (any setting): its keys (`numkeys` of them after it) that end with
+/// `:timeout`. A script's own cost dwarfs the look.
+fn script_keys(call: FilterCall) {
+    let Some(n) = call.arg(2).and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else { return };
+    let last = call.argc().min(n.saturating_add(3));
+    for key in (3..last).filter_map(|i| call.arg(i)) {
+        timeout_key(key);
     }
 }
 
@@ -184,16 +216,17 @@ fn on_special(fctx: Fctx, name: &[u8]) {
         }
         // Whatever the setting: a flush queued before `native` is switched on runs after.
         6 if is(b"script") => (h.script)(call),
-        4 | 7 if redisson_native() && (is(b"eval") || is(b"evalsha") || is(b"eval_ro")) => {
-            let form = if name.len() == 4 {
-                Form::Eval
-            } else if name[4] == b'_' {
-                Form::EvalRo
-            } else {
-                Form::EvalSha
-            };
-            (h.eval)(call, form);
+        4 | 7 if is(b"eval") || is(b"evalsha") => {
+            // Before a rewrite, which replaces the arguments.
+            script_keys(call);
+            if redisson_native() {
+                let form = if name.len() == 4 { Form::Eval } else { Form::EvalSha };
+                (h.eval)(call, form);
+            } else if watching() {
+                (h.other)(call, name);
+            }
         }
+        7 if redisson_native() && is(b"eval_ro") => (h.eval)(call, Form::EvalRo),
         _ => {
             if watching() {
                 (h.other)(call, name);

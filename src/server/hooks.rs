@@ -15,7 +15,7 @@ pub static FILTER: FilterHooks = FilterHooks {
     script: redisson::learn::on_script,
     eval: on_eval,
     other: on_other,
-    timeout_zadd,
+    timeout_key,
 };
 
 /// The keyspace and server events' hooks.
@@ -56,8 +56,9 @@ fn on_other(call: FilterCall, name: &[u8]) {
     watch::filter::on_command(call, name, &HITS);
 }
 
-/// A `ZADD` to a key named `...:timeout`: perhaps a lease the module did not write.
-fn timeout_zadd(key: &[u8]) {
+/// A `ZADD` to a key named `...:timeout`, or a script naming one: perhaps a lease the module
+/// did not write.
+fn timeout_key(key: &[u8]) {
     if let Some(ctx) = crate::ffi::events::module_ctx() {
         blocking::reclaim_find::noticed(&ctx, key);
     }
