@@ -237,3 +237,17 @@ fn a_lease_written_by_a_plain_zadd_or_in_a_transaction_comes_back_at_its_end() {
     assert_eq!((y, get(&mut c, "y"), z, get(&mut c, "z").as_deref()), (1, None, 1, Some("1")));
     assert_eq!(sub.take(), msgs(&[]));
 }
+
+#[test]
+fn module_load_into_a_server_with_leases_returns_them_at_their_end() {
+    let s = Server::start_plain();
+    let mut c = s.conn();
+    ok(&mut c, &["SET", "x", "0"]);
+    let end = now_ms() + 1_500;
+    ok(&mut c, &["ZADD", Z, &end.to_string(), "lease-before-ld1"]);
+    let module = module_path();
+    ok(&mut c, &["MODULE", "LOAD", module.to_str().expect("path")]);
+    let sub = s.subscriber();
+    returned_at(&mut c, "1", end);
+    assert_eq!(sub.take(), msgs(&[(CH, "1")]));
+}

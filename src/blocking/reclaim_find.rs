@@ -72,10 +72,17 @@ fn arm(ctx: &Ctx, ms: i64) {
 }
 
 /// Walks every database from the start (a walk under way starts again: the keyspace it was
-/// walking was replaced).
+/// walking was replaced). The first step runs now (only reads and arms timers): a small
+/// keyspace is walked at once and leaves no timer behind (a module with a timer pending cannot
+/// be unloaded); a replica leaves it to its tick, which drops it.
 pub fn scan_all(ctx: &Ctx) {
     with(|f| f.walk = Some((0, KeyScan::new())));
-    arm(ctx, 0);
+    let previous = ctx.selected_db();
+    let more = ctx.is_replica() || ctx.is_loading() || walk(ctx);
+    ctx.select_db(previous);
+    if more {
+        arm(ctx, 0);
+    }
 }
 
 /// A `ZADD` to `key`, a name ending in `:timeout`, is about to run (the command filter).
@@ -156,13 +163,19 @@ pub(super) fn resume(ctx: &Ctx) {
     }
 }
 
-/// One step of the walk (at most [`BUDGET`] keys, then on to the next database when one is
-/// done); true while there is more.
+/// One step of the walk (at most [`BUDGET`] keys, through as many empty databases as come
+/// next); true while there is more.
 fn walk(ctx: &Ctx) -> bool {
-    let Some((db, mut scan)) = with(|f| f.walk.take()).flatten() else { return false };
-    if !ctx.select_db(db) {
-        // Past the last database: the walk is over.
-        return false;
+    let Some((mut db, mut scan)) = with(|f| f.walk.take()).flatten() else { return false };
+    loop {
+        if !ctx.select_db(db) {
+            // Past the last database: the walk is over.
+            return false;
+        }
+        if ctx.db_size() > 0 {
+            break;
+        }
+        (db, scan) = (db + 1, KeyScan::new());
     }
     let mut found = Vec::new();
     let more = scan.step(ctx, BUDGET, |name| {
@@ -183,12 +196,15 @@ fn walk(ctx: &Ctx) -> bool {
     true
 }
 
-/// Looks at the lease zset `key` in every database that has it; true if a semaphore was found.
+/// Looks at the lease zset `key` in every database that has keys (the filter does not know
+/// the client's); true if a semaphore was found.
 fn look_everywhere(ctx: &Ctx, key: &[u8]) -> bool {
     let mut found = false;
     let mut db = 0;
     while ctx.select_db(db) {
-        found |= look(ctx, db, key);
+        if ctx.db_size() > 0 {
+            found |= look(ctx, db, key);
+        }
         db += 1;
     }
     found

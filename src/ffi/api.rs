@@ -100,6 +100,7 @@ needed_apis!(
     RedisModule_RegisterCommandFilter,
     RedisModule_RegisterEnumConfig,
     RedisModule_SelectDb,
+    RedisModule_DbSize,
     RedisModule_SetCommandInfo,
     RedisModule_SetDisconnectCallback,
     RedisModule_StopTimer,
