@@ -141,7 +141,11 @@ fn run() -> Res<()> {
 }
 
 /// Part 9, Redisson's synchronizers: per call, scaling, hand-off, releasing many ids.
+/// `LOCKMOD_BENCH_9D_ONLY=1 ... --only 9`: releasing many ids alone (about a minute).
 fn part9_all(b: &mut Bench) -> Res<()> {
+    if std::env::var_os("LOCKMOD_BENCH_9D_ONLY").is_some() {
+        return part9_release::run(b);
+    }
     part9::run(b)?;
     part9_scaling::run(b)?;
     part9_handoff::run(b)?;
