@@ -487,17 +487,21 @@ def self_test():
     ]
     ok = True
     me = os.path.abspath(__file__)
+
+    def verdict(name, args, want, needle):
+        """Runs the check with `args`; true if it passed or failed as `want` says, naming `needle`."""
+        r = subprocess.run([sys.executable, me, *args], capture_output=True, text=True)
+        good = (r.returncode == 0) == want and needle in r.stderr
+        print(f"self-test: {'ok  ' if good else 'FAIL'} {name}")
+        if not good:
+            print(r.stdout + r.stderr)
+        return good
+
     for name, change, want, needle in cases:
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(d, "src")
             write_tree(src, {**clean, **change})
-            r = subprocess.run([sys.executable, me, src], capture_output=True, text=True)
-            passed = r.returncode == 0
-            good = passed == want and needle in r.stderr
-            print(f"self-test: {'ok  ' if good else 'FAIL'} {name}")
-            if not good:
-                print(r.stdout + r.stderr)
-                ok = False
+            ok = verdict(name, [src], want, needle) and ok
     # A workspace: the module, a binary member (bench/, main.rs) and a client crate nobody
     # listed (clients/rust/); a circle in either member fails the whole check.
     bench = {"main.rs": "mod a;\nmod b;\nfn main() { a::a() }\n", "a.rs": "pub fn a() {}\n", "b.rs": "pub fn b() {}\n"}
@@ -515,13 +519,7 @@ def self_test():
             write_tree(os.path.join(d, "bench", "src"), {**bench, **bench_change})
             write_tree(os.path.join(d, "clients", "rust", "src"), {**client, **client_change})
             write_tree(os.path.join(d, "clients", "rust"), {"Cargo.toml": '[package]\nname = "c"\n'})
-            r = subprocess.run([sys.executable, me, "--root", d], capture_output=True, text=True)
-            passed = r.returncode == 0
-            good = passed == want and needle in r.stderr
-            print(f"self-test: {'ok  ' if good else 'FAIL'} {name}")
-            if not good:
-                print(r.stdout + r.stderr)
-                ok = False
+            ok = verdict(name, ["--root", d], want, needle) and ok
     return ok
 
 
