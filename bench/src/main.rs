@@ -8,7 +8,9 @@
 //! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
+mod bench;
 mod callgrind;
+mod callgrind_requests;
 mod chart;
 // Redisson's key and channel names: the tests' own copy (independent of the module's
 // src/names.rs), shared so the driver and the tests cannot drift apart.
@@ -25,10 +27,14 @@ mod part4;
 mod part5;
 mod part6;
 mod part7;
+mod part7_instr;
+mod part7_states;
 mod part8;
 mod part9;
 mod part9_handoff;
+mod part9_release;
 mod part9_scaling;
+mod redisson_sync;
 mod report;
 mod server;
 mod stats;
@@ -36,81 +42,11 @@ mod workloads;
 
 use std::collections::HashMap;
 
-/// A command line as owned strings.
-pub fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
 use std::path::{Path, PathBuf};
 
+pub use bench::{strs, Bench};
 use report::Report;
 use server::{Res, Server};
-
-/// Everything a part needs: the two servers, the loaded scripts, the report being written.
-pub struct Bench {
-    pub quick: bool,
-    /// The server with the module loaded.
-    pub m: Server,
-    /// The server without it (the Lua reference and the module-free SET NX PX baseline).
-    pub p: Server,
-    pub lua_dir: PathBuf,
-    /// Script file stem -> SHA1, loaded on both servers.
-    pub shas: HashMap<String, String>,
-    pub report: Report,
-    pub out: PathBuf,
-    /// The server binary, for parts that start servers of their own.
-    pub binary: String,
-}
-
-impl Bench {
-    /// The SHA of a Lua reference script, or None (with a loud line) when the file is missing.
-    pub fn sha(&self, stem: &str) -> Option<String> {
-        self.shas.get(stem).cloned()
-    }
-
-    /// Whether the module registers `cmd`.
-    pub fn has(&self, cmd: &str) -> bool {
-        self.m.conn().map(|mut c| server::has_command(&mut c, cmd)).unwrap_or(false)
-    }
-
-    /// Whether a row can run: its command exists and its script does; otherwise it is skipped.
-    pub fn available(&mut self, what: &str, cmd: &str, scripts: &[&str]) -> bool {
-        if !self.has(cmd) {
-            self.report.skip(format!("{what}: the module has no {cmd}"));
-            return false;
-        }
-        for s in scripts {
-            if self.sha(s).is_none() {
-                self.report.skip(format!("{what}: no bench/lua/{s}.lua"));
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Rounds of alternating chunks: more in the full run, one or two in the quick one.
-    pub fn rounds(&self, full: usize) -> usize {
-        if self.quick {
-            2
-        } else {
-            full
-        }
-    }
-
-    /// Chunk sizes and counts: `full` in the full run, `quick` in the quick one.
-    pub fn size(&self, full: usize, quick: usize) -> usize {
-        if self.quick {
-            quick
-        } else {
-            full
-        }
-    }
-}
-
-/// Progress line on stderr.
-#[macro_export]
-macro_rules! progress {
-    ($($t:tt)*) => { eprintln!("bench: {}", format!($($t)*)) };
-}
 
 fn load_scripts(dir: &Path, servers: &[&Server]) -> Res<HashMap<String, String>> {
     let mut shas = HashMap::new();
@@ -202,7 +138,7 @@ fn run() -> Res<()> {
         (6, part6::run),
         (7, part7::run),
         (8, part8::run),
-        (9, part9::run),
+        (9, part9_all),
         (11, part11::run),
         (12, part12::run),
     ];
@@ -222,6 +158,18 @@ fn run() -> Res<()> {
     std::fs::write(&file, md).map_err(|e| format!("{}: {e}", file.display()))?;
     progress!("wrote {} in {} s", file.display(), started.elapsed().as_secs());
     Ok(())
+}
+
+/// Part 9, Redisson's synchronizers: per call, scaling, hand-off, releasing many ids.
+/// `LOCKMOD_BENCH_9D_ONLY=1 ... --only 9`: releasing many ids alone (about a minute).
+fn part9_all(b: &mut Bench) -> Res<()> {
+    if std::env::var_os("LOCKMOD_BENCH_9D_ONLY").is_some() {
+        return part9_release::run(b);
+    }
+    part9::run(b)?;
+    part9_scaling::run(b)?;
+    part9_handoff::run(b)?;
+    part9_release::run(b)
 }
 
 fn header(b: &Bench, binary: &str, secs: u64) -> Res<String> {

@@ -48,6 +48,7 @@ mod paused;
 pub mod poll;
 mod priority;
 pub mod reclaim;
+pub mod reclaim_find;
 mod registry;
 mod request;
 mod serve;

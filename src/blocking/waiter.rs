@@ -43,4 +43,6 @@ pub enum TimerData {
     Resume,
     /// The earliest lease of an expirable semaphore's permits ends now (`reclaim`).
     Reclaim { db: i32, key: Vec<u8> },
+    /// Look for leases the module did not write (`reclaim_find`).
+    ReclaimFind,
 }

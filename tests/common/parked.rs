@@ -1,6 +1,16 @@
 //! Waiting for clients parked with BLOCK: the server's own count of blocked clients.
 
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use super::{call, Server, Value};
+
+/// Starts `cmd` on a connection of its own (a client that may park), returning its reply.
+pub fn spawn_call(s: &Server, cmd: &[&str]) -> JoinHandle<Result<Value, String>> {
+    let mut c = s.conn();
+    let args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+    thread::spawn(move || call(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>()))
+}
 
 /// `blocked_clients` from `INFO clients`.
 pub fn blocked_clients(c: &mut redis::Connection) -> usize {
