@@ -9,7 +9,6 @@ import asyncio
 import logging
 import os
 import struct
-import threading
 import time
 from pathlib import Path
 from typing import List
@@ -18,7 +17,7 @@ import pytest
 import redis
 import redis.asyncio as aredis
 
-from conftest import ROOT, blocked_clients, server_asleep, wait_until
+from conftest import ROOT, blocked_clients, in_thread, parked_async, server_asleep, wait_until
 from redis_lockmod import Lock, RateLimiter, RateLimiterConfig, RateType
 from redis_lockmod import _rate
 from redis_lockmod import asyncio as alocks
@@ -48,20 +47,6 @@ def grants(r: redis.Redis, key: str) -> List[int]:
         assert len(member) == 1 + member[0] + 4, f"struct.pack('Bc0I', #random, random, permits): {member!r}"
         out.append(struct.unpack("<I", member[-4:])[0])
     return out
-
-
-def in_thread(fn):
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            out["v"] = fn()
-        except BaseException as e:  # reported by the test
-            out["e"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    return t, out
 
 
 # -- no server ---------------------------------------------------------------------------------
@@ -245,13 +230,6 @@ def test_a_change_whose_reply_is_lost_is_never_sent_again(server, r: redis.Redis
 
 
 # -- asyncio -------------------------------------------------------------------------------------
-async def parked(r: aredis.Redis, n: int) -> None:
-    deadline = time.monotonic() + 10
-    while int((await r.info("clients"))["blocked_clients"]) != n:
-        assert time.monotonic() < deadline, f"never {n} parked"
-        await asyncio.sleep(0.005)
-
-
 def test_asyncio_rate_limiter(server) -> None:
     async def main() -> None:
         r = aredis.Redis(port=server.port)
@@ -261,7 +239,7 @@ def test_asyncio_rate_limiter(server) -> None:
         assert await limiter.get_config() == RateLimiterConfig(RateType.OVERALL, 2, 3_600_000, 0)
         assert await limiter.try_acquire(2) and not await limiter.try_acquire()
         waiting = asyncio.create_task(limiter.acquire(timeout=10))
-        await parked(r, 1)
+        await parked_async(r, 1)
         assert await limiter.release(1) == 1
         assert await waiting is True and await limiter.available_permits() == 0
         assert await limiter.acquire(timeout=0.05) is False
@@ -282,14 +260,14 @@ def test_a_cancelled_asyncio_wait_leaves_the_queue_and_a_raced_grant_is_given_ba
         await limiter.try_set_rate(RateType.OVERALL, 2, 3_600_000)
         assert await limiter.try_acquire(2)
         task = asyncio.create_task(limiter.acquire(timeout=10))
-        await parked(r, 1)
+        await parked_async(r, 1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await parked(r, 0)
+        await parked_async(r, 0)
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(limiter.acquire(), 0.1)
-        await parked(r, 0)
+        await parked_async(r, 0)
         await alocks.close(r)
         assert await limiter.release(2) == 2, "the cancelled waiters took nothing"
 
@@ -306,7 +284,7 @@ def test_a_cancelled_asyncio_wait_leaves_the_queue_and_a_raced_grant_is_given_ba
 
         transport.unblock = grant_first
         task = asyncio.create_task(limiter.acquire(2))
-        await parked(r, 1)
+        await parked_async(r, 1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
