@@ -3,10 +3,10 @@
 // RRateLimiter layout, so a Redisson client shares it by name: the hash `name` (rate, interval,
 // type, keepAliveTime), `{name}:value[:<client id>]` and `{name}:permits[:<client id>]`.
 //
-// Every command carries CLIENT <client id>: a PER_CLIENT limiter uses that client's window (an
-// OVERALL one ignores it), as Redisson's bodies always get the instance's per-client keys. The
-// client id is the LockClient's id, the uuid every owner id starts with, as Redisson uses its
-// instance id (ServiceManager.getId()) for both.
+// Every command but TRYSETRATE carries CLIENT <client id>: a PER_CLIENT limiter uses that
+// client's window (an OVERALL one ignores it), as Redisson's bodies always get the instance's
+// per-client keys. The client id is the LockClient's id, the uuid every owner id starts with,
+// as Redisson uses its instance id (ServiceManager.getId()) for both.
 //
 // A wait is the server's BLOCK on a pooled connection, served in arrival order; an AbortSignal
 // ends it with CLIENT UNBLOCK, and a grant that raced the abort is given back with

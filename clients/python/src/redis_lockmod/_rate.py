@@ -4,8 +4,9 @@ arguments checked before anything is sent, and how to read their replies. No I/O
 The commands are the module's (issue 30, docs/commands.md "Rate limiter"), on Redisson's
 ``RRateLimiter`` layout: the hash ``name`` (``rate``, ``interval``, ``type``,
 ``keepAliveTime``), ``{name}:value[:<client id>]`` and ``{name}:permits[:<client id>]``. Every
-command carries ``CLIENT <client id>``: a ``PER_CLIENT`` limiter uses that client's window (an
-``OVERALL`` one ignores it), as Redisson's bodies always get the instance's per-client keys.
+command but ``TRYSETRATE`` carries ``CLIENT <client id>``: a ``PER_CLIENT`` limiter uses that
+client's window (an ``OVERALL`` one ignores it), as Redisson's bodies always get the
+instance's per-client keys.
 The client id is the library's client uuid, the one in every owner name, as Redisson uses its
 instance id (``ServiceManager.getId()``) for both.
 """
