@@ -2,9 +2,9 @@
 //!
 //! It starts a `redis-server` with the module and a second one without it, runs the parts
 //! (server cost per call, scaling with N, throughput, contended hand-off, memory, Redisson's own
-//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers, and 11:
-//! GCRA and CL.THROTTLE against redis-cell built in the run), prints the tables on stdout and
-//! progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
+//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers, 10:
+//! Redisson's rate limiter, and 11: GCRA and CL.THROTTLE against redis-cell built in the run),
+//! prints the tables on stdout and progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
 //! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
@@ -18,6 +18,9 @@ mod chart;
 #[allow(dead_code)]
 mod names;
 mod part1;
+mod part10;
+mod part10_blocked;
+mod part10_rates;
 mod part11;
 mod part11_cell;
 mod part12;
@@ -34,6 +37,7 @@ mod part9;
 mod part9_handoff;
 mod part9_release;
 mod part9_scaling;
+mod redisson_rate;
 mod redisson_sync;
 mod report;
 mod server;
@@ -129,7 +133,7 @@ fn run() -> Res<()> {
     let started = std::time::Instant::now();
     // (number, part): numbers are the report's section numbers (10 is the rate limiter's, 11
     // GCRA's, 12 the Rust client's).
-    let parts: [(u32, Part); 11] = [
+    let parts: [(u32, Part); 12] = [
         (1, part1::run),
         (2, part2::run),
         (3, part3::run),
@@ -139,6 +143,7 @@ fn run() -> Res<()> {
         (7, part7::run),
         (8, part8::run),
         (9, part9_all),
+        (10, part10::run),
         (11, part11::run),
         (12, part12::run),
     ];

@@ -10,6 +10,7 @@ const { isReplyError, notRun, LockError, LockStateUnknownError } = require('./er
 const { ReplicaCache, waitCommand, INFO_SECTIONS, DEFAULT_SYNC_TIMEOUT } = require('./replicas');
 const { Lock, FairLock, ReadWriteLock } = require('./locks');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch } = require('./synchronizers');
+const { RateLimiter } = require('./ratelimiter');
 
 class LockClient {
   /**
@@ -79,6 +80,11 @@ class LockClient {
   /** A count-down latch (Redisson's RCountDownLatch). */
   countDownLatch(name) {
     return new CountDownLatch(this, name);
+  }
+
+  /** A rate limiter (Redisson's RRateLimiter); `clientId` picks a PER_CLIENT window (default: this client's id). */
+  rateLimiter(name, options) {
+    return new RateLimiter(this, name, options);
   }
 
   /** A new owner id, `<client uuid>:<n>`: Redisson's `<uuid>:<thread id>`. */
