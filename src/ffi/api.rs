@@ -92,6 +92,7 @@ needed_apis!(
     RedisModule_CommandFilterArgsCount,
     RedisModule_CreateTimer,
     RedisModule_GetBlockedClientPrivateData,
+    RedisModule_GetServerVersion,
     RedisModule_GetClientId,
     RedisModule_GetCommand,
     RedisModule_GetSelectedDb,

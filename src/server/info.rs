@@ -37,6 +37,8 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("sync_handoffs", g(&stats::SYNC_HANDOFFS)),
         ("permits_reclaimed", g(&stats::PERMITS_RECLAIMED)),
     ]);
+    // Grants whose reply was lost, given back (issue 29), after every earlier field.
+    fields.push(("grants_given_back", g(&stats::GIVEN_BACK)));
     fields
 }
 
