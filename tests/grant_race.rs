@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::answers::{Answer, Pinged};
 use common::names::*;
-use common::parked::wait_blocked;
+use common::parked::{lockmod_field, wait_blocked};
 use common::*;
 
 /// How the waiter is unblocked while its grant is on its way.
@@ -62,12 +62,6 @@ fn run(c: &mut redis::Connection, args: &[String]) -> Value {
     ok(c, &args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-fn info(c: &mut redis::Connection, field: &str) -> i64 {
-    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
-    let line = text.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:"))).expect(field);
-    line.trim().parse().expect("integer")
-}
-
 /// Waits until `state` reads `want` (a give-back runs from a 0 ms timer), or panics.
 fn wait_state(kind: &Kind, c: &mut redis::Connection, key: &str, want: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -93,7 +87,7 @@ fn race(s: &Server, sub: &Subscriber, kind: &Kind, key: &str, how: How) -> bool 
     w.send(&acquire.iter().map(String::as_str).collect::<Vec<_>>());
     wait_blocked(&mut c, 1);
     sub.take();
-    let given_back = info(&mut c, "grants_given_back");
+    let given_back = lockmod_field(&mut c, "grants_given_back");
     let id = w.id.to_string();
     let unblock = |mode: &str| strs(&["CLIENT", "UNBLOCK", &id, mode]);
     let steps: Vec<Vec<String>> = match how {
@@ -123,7 +117,7 @@ fn race(s: &Server, sub: &Subscriber, kind: &Kind, key: &str, how: How) -> bool 
             // Told granted: it holds the grant, nothing was given back.
             assert_eq!((kind.state)(&mut c, key), kind.held, "{key}: told granted {v:?}");
             assert_eq!(sub.take(), published, "{key}");
-            assert_eq!(info(&mut c, "grants_given_back"), given_back);
+            assert_eq!(lockmod_field(&mut c, "grants_given_back"), given_back);
             let mut w2 = s.conn();
             run(&mut w2, &(kind.release)(key, v));
         }
@@ -136,7 +130,7 @@ fn race(s: &Server, sub: &Subscriber, kind: &Kind, key: &str, how: How) -> bool 
         // Told an error, or gone: the grant was given back as its release would.
         let back = (kind.on_give_back)(key);
         // (A latch's wait took nothing, so nothing goes back.)
-        assert_eq!(info(&mut c, "grants_given_back"), given_back + i64::from(kind.held != kind.free));
+        assert_eq!(lockmod_field(&mut c, "grants_given_back"), given_back + i64::from(kind.held != kind.free));
         published.extend(back);
         assert_eq!(sub.take(), published, "{key}: {how:?}");
     }
@@ -371,7 +365,7 @@ fn a_grant_is_given_back_only_once_paused_writes_resume() {
     // The give-back's timer fires within a few ms; while writes are paused it waits.
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(ok(&mut c, &["SEMAPHORE.AVAILABLE", "s"]), Value::Int(0), "written during the pause");
-    assert_eq!(info(&mut c, "grants_given_back"), 0);
+    assert_eq!(lockmod_field(&mut c, "grants_given_back"), 0);
     ok(&mut c, &["CLIENT", "UNPAUSE"]);
     let kind = Kind {
         hold: |_, _| Vec::new(),
@@ -385,11 +379,7 @@ fn a_grant_is_given_back_only_once_paused_writes_resume() {
         on_give_back: |_| Vec::new(),
     };
     wait_state(&kind, &mut c, "s", kind.free);
-    assert_eq!(info(&mut c, "grants_given_back"), 1);
+    assert_eq!(lockmod_field(&mut c, "grants_given_back"), 1);
     wait_replica(&mut c);
-    assert_eq!(get(&mut r.conn(), "s").as_deref(), Some("1"));
-}
-
-fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
-    redis::cmd("GET").arg(key).query(c).expect("GET")
+    assert_eq!(redis::cmd("GET").arg("s").query::<Option<String>>(&mut r.conn()).ok().flatten().as_deref(), Some("1"));
 }

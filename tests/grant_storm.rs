@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::answers::{Answer, Pinged};
 use common::diff::env;
+use common::parked::lockmod_field;
 use common::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -311,12 +312,6 @@ fn chaos(s: &Server, shared: &Shared, seed: u64) {
     }
 }
 
-fn info(c: &mut redis::Connection, field: &str) -> i64 {
-    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
-    let line = text.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:"))).expect(field);
-    line.trim().parse().expect("integer")
-}
-
 #[test]
 fn a_storm_of_unblocks_and_kills_racing_grants_loses_no_grant_and_no_reply() {
     let s = Arc::new(Server::start());
@@ -352,7 +347,7 @@ fn a_storm_of_unblocks_and_kills_racing_grants_loses_no_grant_and_no_reply() {
         t.join().expect("a client thread failed");
     }
     let n = |a: &AtomicU64| a.load(SeqCst);
-    let given_back = info(&mut c, "grants_given_back");
+    let given_back = lockmod_field(&mut c, "grants_given_back");
     eprintln!(
         "granted {}, refused {}, unblocked with an error {}, killed {}, disruptions with a release {}, given back {given_back}",
         n(&shared.granted),
@@ -367,7 +362,7 @@ fn a_storm_of_unblocks_and_kills_racing_grants_loses_no_grant_and_no_reply() {
     }
     assert_eq!(ok(&mut c, &["SEMAPHORE.AVAILABLE", "S"]), Value::Int(SEM_PERMITS), "semaphore permits");
     assert_eq!(ok(&mut c, &["PSEMAPHORE.AVAILABLE", "P"]), Value::Int(PSEM_PERMITS), "expirable permits");
-    assert_eq!(info(&mut c, "blocked_now"), 0);
+    assert_eq!(lockmod_field(&mut c, "blocked_now"), 0);
     // The storm did race grants with unblocks.
     assert!(n(&shared.granted) > 100 && n(&shared.unblocked) > 10 && n(&shared.killed) > 10, "too quiet a storm");
     assert!(given_back > 0, "no grant raced an unblock or a kill");
