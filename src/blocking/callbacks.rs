@@ -114,9 +114,9 @@ fn on_timeout(ctx: &Ctx) -> Reply {
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 fn on_disconnect(ctx: &Ctx, bc: usize) {
     // Answered already, its answer not yet handed to Redis (`answer`): the client was told an
-    // error, or is gone, so its grant goes back.
+    // error, or is gone, so its grant goes back (counted as given back, not as a parked client
+    // leaving: as on a server where the answer went to Redis at once).
     if let Some(a) = answer::take_by_handle(bc) {
-        stats::DISCONNECTS.inc();
         a.bc.unblock(None);
         if let Some(what) = a.give_back {
             give_back::later(ctx, what);
