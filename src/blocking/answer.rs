@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use super::request::Request;
 use super::waiter::{Handle, LockId, Waiter};
 use crate::core::{permits, Reply};
-use crate::ffi::blocked::{answers_wait, on_before_sleep, stop_before_sleep};
+use crate::ffi::blocked::{answers_wait, before_next_sleep};
 use crate::ffi::Ctx;
 
 /// What undoes a grant: the release its holder would send.
@@ -83,7 +83,7 @@ thread_local! {
 /// Answers `w`, which left its lock's waiters, with `reply`; `give_back` undoes the grant the
 /// reply reports, should the reply never reach the client.
 pub(super) fn answer(ctx: &Ctx, w: Waiter, reply: Reply, give_back: Option<Undelivered>) {
-    if !answers_wait() || !on_before_sleep(ctx, before_sleep) {
+    if !answers_wait() || !before_next_sleep(ctx, before_sleep) {
         return w.bc.answer(reply, give_back);
     }
     let a = Answered { client: w.client, bc: w.bc, reply, give_back };
@@ -110,37 +110,15 @@ fn take(is: impl Fn(&Answered) -> bool) -> Option<Answered> {
     })
 }
 
-/// Whether nothing is answered and waiting.
-fn none_waiting() -> bool {
-    ANSWERED.with(|l| l.borrow().is_empty())
-}
-
-/// How long the hook stays on once nothing is parked or answered: a lock handed over again
-/// soon keeps it, an idle server loses it (each call costs Redis a context).
-const HOOK_IDLE_MS: i64 = 1000;
-
-thread_local! {
-    /// The timer that turns the idle hook off is armed.
-    static UNHOOK_ARMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// The before-sleep hook: hands every waiting answer to Redis, which writes them right after.
-fn before_sleep(ctx: &Ctx) {
+/// True if it handed any.
+fn before_sleep(_ctx: &Ctx) -> bool {
     let due = ANSWERED.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    let handed = !due.is_empty();
     for a in due {
         a.bc.answer(a.reply, a.give_back);
     }
-    if !crate::effects::served::any_parked() && !UNHOOK_ARMED.with(|u| u.replace(true)) {
-        ctx.create_plain_timer(HOOK_IDLE_MS, unhook_if_idle);
-    }
-}
-
-/// Turns the hook off if nothing was parked or answered since it went idle.
-fn unhook_if_idle(ctx: &Ctx) {
-    UNHOOK_ARMED.with(|u| u.set(false));
-    if !crate::effects::served::any_parked() && none_waiting() {
-        stop_before_sleep(ctx);
-    }
+    handed
 }
 
 // Test code only (compiled under cfg(test)): an unwrap, expect or panic here is a failed test,

@@ -93,6 +93,7 @@ needed_apis!(
     RedisModule_CreateTimer,
     RedisModule_GetBlockedClientPrivateData,
     RedisModule_GetServerVersion,
+    RedisModule_EventLoopAddOneShot,
     RedisModule_GetClientId,
     RedisModule_GetCommand,
     RedisModule_GetSelectedDb,

@@ -13,8 +13,8 @@
 //!
 //! Redis 7.0 (and 7.2) also drop an answer on a timeout in between (the BLOCK time running
 //! out, or `CLIENT UNBLOCK ... TIMEOUT`): the timeout callback is skipped, so the client gets
-//! no reply at all (7.4 and Valkey 8 write the answer instead). There, [`answers_wait`] says
-//! so, and the code that answers keeps the client parked until [`on_before_sleep`]'s hook,
+//! no reply at all (7.4 and Valkey 8 ignore the timeout and write the answer). There, [`answers_wait`] says
+//! so, and the code that answers keeps the client parked until [`before_next_sleep`]'s hook,
 //! which 7.0 runs right before it handles unblocked clients.
 
 use std::cell::Cell;
@@ -135,11 +135,11 @@ impl Ctx {
     }
 }
 
-/// Whether an answer must wait for [`on_before_sleep`]'s hook: on a server that drops an
+/// Whether an answer must wait for [`before_next_sleep`]'s hook: on a server that drops an
 /// answer on a timeout before writing it (Redis before 7.4; see the file's notes) and runs
-/// the hook right before it writes answers (Redis before 7.2). On 7.2 and 7.3, which do the
-/// first but not the second, nothing here makes a timeout racing an answer safe: those
-/// releases trip an assertion of their own on it (fixed in 7.4, redis/redis#13015).
+/// the hook right before it writes answers (Redis before 7.2). On 7.2, which does the first
+/// but not the second, nothing here makes a timeout racing an answer safe: that release trips
+/// an assertion of its own on it (fixed in 7.4, redis/redis#13015).
 pub fn answers_wait() -> bool {
     // 0: not known yet, 1: no, 2: yes.
     static WAIT: AtomicU8 = AtomicU8::new(0);
@@ -157,51 +157,76 @@ pub fn answers_wait() -> bool {
 }
 
 thread_local! {
-    /// The hook [`on_before_sleep`] subscribed, while it is.
-    static BEFORE_SLEEP: Cell<Option<fn(&Ctx)>> = const { Cell::new(None) };
-    /// The hook is running: it must not unsubscribe itself (Redis reads its listener after
-    /// the call, so freeing it from inside would be a use after free).
+    /// The hook of [`before_next_sleep`], while the event is subscribed.
+    static HOOK: Cell<Option<fn(&Ctx) -> bool>> = const { Cell::new(None) };
+    /// The hook is to run at the next sleep.
+    static DUE: Cell<bool> = const { Cell::new(false) };
+    /// The hook is running: the event must not be unsubscribed now (Redis reads its listener
+    /// after the call, so freeing it from inside would be a use after free).
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `hook` before every sleep of the event loop from now on (Redis 7.0: right before it
-/// writes the answers of unblocked clients), until [`stop_before_sleep`]. False if Redis
-/// refused. `ctx` must belong to the module (a command, timer or callback context).
-pub fn on_before_sleep(ctx: &Ctx, hook: fn(&Ctx)) -> bool {
-    if BEFORE_SLEEP.with(Cell::get).is_some() {
+/// Runs `hook` once, at the next sleep of the event loop (Redis 7.0: right before it writes the
+/// answers of unblocked clients); the hook says whether it handed answers to Redis. False if
+/// Redis refused. `ctx` must belong to the module (a command, timer or callback context).
+///
+/// The event (`EVENTLOOP`, which Redis fires before and after every sleep, a context made and
+/// freed each time) is subscribed only until the hook has run: it is dropped when Redis frees
+/// the first answer handed over (right after the hook, outside the event), or by a 0 ms timer
+/// when the hook handed none.
+///
+/// The event loop is woken, so that it does not sleep before the hook runs: a call made in
+/// `beforeSleep` after the event (a command of a client Redis just unblocked, run by
+/// `processUnblockedClients`) would otherwise leave its answer until the next timer, 5 to
+/// 100 ms later.
+pub fn before_next_sleep(ctx: &Ctx, hook: fn(&Ctx) -> bool) -> bool {
+    if !DUE.with(|d| d.replace(true)) {
+        // SAFETY: a main-thread call with a callback of the signature Redis expects and no
+        // data. It writes a byte to the module pipe, so the next poll returns at once.
+        unsafe { api!(RedisModule_EventLoopAddOneShot)(Some(wake), std::ptr::null_mut()) };
+    }
+    if HOOK.with(Cell::get).is_some() {
         return true;
     }
     let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_EVENTLOOP, dataver: 1 };
     // SAFETY: a live context of this module; the callback has the signature Redis expects.
     let ok = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.0, event, Some(on_event_loop)) } == OK;
     if ok {
-        BEFORE_SLEEP.with(|h| h.set(Some(hook)));
+        HOOK.with(|h| h.set(Some(hook)));
+    } else {
+        DUE.with(|d| d.set(false));
     }
     ok
 }
 
-/// Stops the hook of [`on_before_sleep`]. Not from inside the hook (it is then left on).
-pub fn stop_before_sleep(ctx: &Ctx) {
-    if IN_HOOK.with(Cell::get) || BEFORE_SLEEP.with(Cell::get).is_none() {
+/// The wake-up of [`before_next_sleep`]: the poll has returned, which was all it was for.
+extern "C" fn wake(_data: *mut c_void) {}
+
+/// Drops the event once the hook has run and is not due again. Not from inside the event.
+fn unsubscribe_when_done(ctx: &Ctx) {
+    if IN_HOOK.with(Cell::get) || DUE.with(Cell::get) || HOOK.with(Cell::get).is_none() {
         return;
     }
     let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_EVENTLOOP, dataver: 1 };
     // SAFETY: a live context of this module, outside the event's own callback (checked
     // above); a null callback removes the listener.
     if unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.0, event, None) } == OK {
-        BEFORE_SLEEP.with(|h| h.set(None));
+        HOOK.with(|h| h.set(None));
     }
 }
 
 extern "C" fn on_event_loop(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
-    if subevent != raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP {
+    if subevent != raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP || !DUE.with(|d| d.replace(false)) {
         return;
     }
-    let Some(hook) = BEFORE_SLEEP.with(Cell::get) else { return };
+    let Some(hook) = HOOK.with(Cell::get) else { return };
     let ctx = Ctx(ctx);
     IN_HOOK.with(|h| h.set(true));
-    timed(ctx.0, c"lockmod-answers", || guarded("the before-sleep hook", (), || hook(&ctx)));
+    let handed = timed(ctx.0, c"lockmod-answers", || guarded("the before-sleep hook", false, || hook(&ctx)));
     IN_HOOK.with(|h| h.set(false));
+    if !handed {
+        ctx.create_plain_timer(0, unsubscribe_when_done);
+    }
 }
 
 extern "C" fn on_reply<C: BlockCallbacks>(ctx: RawCtx, _argv: *mut RawStr, _argc: c_int) -> c_int {
@@ -228,11 +253,14 @@ extern "C" fn free_sent<C: BlockCallbacks>(ctx: RawCtx, privdata: *mut c_void) {
     // SAFETY: `privdata` is the `Box<Sent<C::Undelivered>>` leaked by `answer` on a handle of
     // `C`; Redis frees it once.
     let sent = unsafe { Box::from_raw(privdata as *mut Sent<C::Undelivered>) };
+    let ctx = Ctx(ctx);
+    // Redis handles unblocked clients after the before-sleep event: the hook that handed this
+    // answer over has run.
+    unsubscribe_when_done(&ctx);
     if sent.delivered {
         return;
     }
     if let Some(what) = sent.undelivered {
-        let ctx = Ctx(ctx);
         guarded("a lost BLOCK answer", (), || C::on_undelivered(&ctx, what));
     }
 }
