@@ -156,9 +156,12 @@ pub fn answers_wait() -> bool {
     }
 }
 
+/// A hook of [`before_next_sleep`]: true if it handed answers to Redis.
+pub type SleepHook = fn(&Ctx) -> bool;
+
 thread_local! {
     /// The hook of [`before_next_sleep`], while the event is subscribed.
-    static HOOK: Cell<Option<fn(&Ctx) -> bool>> = const { Cell::new(None) };
+    static HOOK: Cell<Option<SleepHook>> = const { Cell::new(None) };
     /// The hook is to run at the next sleep.
     static DUE: Cell<bool> = const { Cell::new(false) };
     /// The hook is running: the event must not be unsubscribed now (Redis reads its listener
@@ -179,7 +182,7 @@ thread_local! {
 /// `beforeSleep` after the event (a command of a client Redis just unblocked, run by
 /// `processUnblockedClients`) would otherwise leave its answer until the next timer, 5 to
 /// 100 ms later.
-pub fn before_next_sleep(ctx: &Ctx, hook: fn(&Ctx) -> bool) -> bool {
+pub fn before_next_sleep(ctx: &Ctx, hook: SleepHook) -> bool {
     if !DUE.with(|d| d.replace(true)) {
         // SAFETY: a main-thread call with a callback of the signature Redis expects and no
         // data. It writes a byte to the module pipe, so the next poll returns at once.
