@@ -154,7 +154,10 @@ fn every_race(kind: Kind, name: &str) {
     }
     let mut c = s.conn();
     wait_replica(&mut c);
-    assert_eq!(diff::dump(&mut c), diff::dump(&mut r.conn()), "the replica differs");
+    let before = diff::dump(&mut c);
+    assert_eq!(before, diff::dump(&mut r.conn()), "the replica differs");
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(diff::dump(&mut c), before, "DEBUG RELOAD changed the keyspace");
 }
 
 fn lock_state(c: &mut redis::Connection, key: &str) -> String {
