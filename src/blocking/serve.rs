@@ -9,6 +9,7 @@ use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, KeyKind};
 
+use super::answer::{answer, GiveBack};
 use super::registry::unwatch_lock;
 use super::registry::with;
 use super::request::{attempt_for_waiter, Attempt, Line, Request};
@@ -123,12 +124,15 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
     // Served in arrival order: a parked reader ahead of a parked writer goes first.
     let outcome = attempt_for_waiter(&mut store, &id.1, req, Writers::None);
     drop(store);
-    let reply = match outcome {
+    let (reply, give_back) = match outcome {
         Ok(Attempt::Refused(_)) => return false,
-        Ok(Attempt::Granted(reply)) => reply,
+        Ok(Attempt::Granted(reply)) => {
+            let give_back = GiveBack::of(req, &reply).map(|g| (id.clone(), g));
+            (reply, give_back)
+        }
         // The key changed type under the waiter, or its user lost a permission: it gets the
         // error the command would give.
-        Err(e) => Reply::Error(e.to_string()),
+        Err(e) => (Reply::Error(e.to_string()), None),
     };
     if matches!(req, Request::Permits { .. }) {
         // The new permits' leases: the reclaim timer is due no later than the first to end.
@@ -142,7 +146,7 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
         if matches!(req, Request::RateLimit { .. }) {
             stats::RATE_HANDOFFS.inc();
         }
-        w.bc.unblock(Some(reply));
+        answer(ctx, w, reply, give_back);
     }
     true
 }

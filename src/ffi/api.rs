@@ -96,6 +96,8 @@ needed_apis!(
     RedisModule_CommandFilterArgsCount,
     RedisModule_CreateTimer,
     RedisModule_GetBlockedClientPrivateData,
+    RedisModule_GetServerVersion,
+    RedisModule_EventLoopAddOneShot,
     RedisModule_GetClientId,
     RedisModule_GetCommand,
     RedisModule_GetSelectedDb,

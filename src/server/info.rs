@@ -51,6 +51,8 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     ]);
     // Issue 29: the work of looking up a long command's own argument strings.
     fields.push(("args_probed", ffi::args_probed() as i64));
+    // Grants whose reply was lost, given back (issue 29), after every earlier field.
+    fields.push(("grants_given_back", g(&stats::GIVEN_BACK)));
     fields
 }
 

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod acl;
+pub mod answers;
 pub mod cluster;
 pub mod diff;
 pub mod gcra;

@@ -21,6 +21,13 @@ pub fn blocked_clients(c: &mut redis::Connection) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// `lockmod_<field>` from `INFO lockmod`.
+pub fn lockmod_field(c: &mut redis::Connection, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
+    let line = info.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:")));
+    line.and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no integer lockmod_{field} in {info}"))
+}
+
 /// Waits until the server reports `n` blocked clients, or panics after 5 s.
 pub fn wait_blocked(c: &mut redis::Connection, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(5);

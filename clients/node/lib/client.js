@@ -164,9 +164,9 @@ class LockClient {
       }
       unblocking = this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT').then(
         (unblocked) => {
-          // Its reply (0, or a grant that came first) follows at once, except when the grant
-          // and the unblock fell in the same event-loop iteration of the server: Redis 7.0
-          // then drops the reply of the module-blocked client. Bounded by blockGrace.
+          // Its reply (0, or a grant that came first) follows at once: the module answers a
+          // grant racing the unblock with the grant, even on Redis 7.0 where the server alone
+          // would drop it (issue 29). Bounded by blockGrace, for older modules.
           if (Number(unblocked) === 1) noReply = setTimeout(() => this.waits.drop(conn), this.blockGrace);
         },
         () => this.waits.drop(conn),
