@@ -1,8 +1,8 @@
 //! Redisson's locks and synchronizers for Rust (tokio, redis-rs), on the
 //! redis-lockmod Redis module: [`Lock`], [`ReadWriteLock`], the fair
-//! lock, fencing tokens, [`Semaphore`], [`PermitExpirableSemaphore`] and [`CountDownLatch`],
-//! with Redisson's keys and owner names, so that Rust, Java (Redisson), Python and Node share
-//! one lock by name.
+//! lock, fencing tokens, [`Semaphore`], [`PermitExpirableSemaphore`], [`CountDownLatch`] and
+//! [`RateLimiter`], with Redisson's keys and owner names, so that Rust, Java (Redisson), Python
+//! and Node share one lock by name.
 //!
 //! ```
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,7 +42,10 @@ pub use client::{LockClient, LockClientBuilder, Servers};
 pub use error::{Error, Result};
 pub use guard::{LockGuard, Unlocked};
 pub use lock::{FairLock, Lock, ReadWriteLock};
-pub use sync::{CountDownLatch, PermitExpirableSemaphore, PermitGuard, Semaphore, SemaphoreGuard};
+pub use sync::{
+    CountDownLatch, PermitExpirableSemaphore, PermitGuard, RateLimiter, RateLimiterConfig, RateType, Semaphore,
+    SemaphoreGuard, SetRate,
+};
 pub use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 // The examples of the crate's README, of docs/clients.md ("Rust") and of the repository's

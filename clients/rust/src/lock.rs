@@ -25,8 +25,9 @@ use crate::watchdog;
 /// leaves the server at the grant): the local deadline is counted from then, or from the send
 /// if that is later, so that it never falls after the server's expiry by more than this.
 const GRANT_SLACK: Duration = Duration::from_millis(25);
-/// Sends of an acquire after a lost reply that the server settled as not granted.
-const MAX_RESENDS: usize = 3;
+/// New waits of one acquire after lost waits that the server settled as not granted (as the
+/// Python and Node libraries).
+const MAX_REWAITS: usize = 20;
 
 /// When a wait ends (None: never).
 fn wait_deadline(wait: Wait) -> Option<Instant> {
@@ -233,7 +234,7 @@ impl Lock {
         };
         let lease = self.lease.unwrap_or(core.watchdog_lease);
         let give_up = wait_deadline(wait);
-        let mut resends = 0;
+        let mut rewaits = 0;
         let (granted, token, synced, block, sent) = loop {
             let block = match (block, give_up) {
                 // A request sent again waits only what is left of the caller's wait.
@@ -256,16 +257,23 @@ impl Lock {
                 }
                 Err(CallError::Failed(e)) => return Err(e),
                 Err(CallError::Lost(lost)) => {
-                    let (g, t, certain) = r.target().settle_acquire(&lost, self.fenced, before).await?;
+                    let (g, t) = r.target().settle_acquire(&lost, self.fenced, before).await?;
                     if g {
                         break (g, t, None, block, sent);
                     }
-                    // Not granted, and the connection it went out on is closed in the server
-                    // (a failover, a restart): it can never run later, so sending it again is
-                    // safe, within what is left of the wait.
+                    // A wait (BLOCK) lost (a failover, a broken connection) and settled as not
+                    // granted is a new wait for what is left of its time, as in every library
+                    // (docs/clients.md, "Sentinel"). Never a blind re-send: the barrier went
+                    // first (best effort), and the owner's hold count said not granted.
                     let time_left = give_up.is_none_or(|end| Instant::now() < end);
-                    if certain && time_left && !cancel.is_cancelled() && resends < MAX_RESENDS {
-                        resends += 1;
+                    if block.is_some() && time_left && !cancel.is_cancelled() && rewaits < MAX_REWAITS {
+                        rewaits += 1;
+                        tracing::warn!(
+                            "redis-lockmod: {} {} for {}: its wait was lost and not granted: waiting again",
+                            r.kind.acquire,
+                            r.name,
+                            r.holder.owner
+                        );
                         continue;
                     }
                     let detail = format!("{} reply lost ({}); settled: not granted", r.kind.acquire, lost.cause);

@@ -84,16 +84,12 @@ impl Target<'_> {
         }
     }
 
-    /// After a lost acquire reply: was it granted? `(granted, token, certain)`: `certain` when
-    /// the connection it went out on is known closed in the server, so that it can never run
-    /// later (a request not granted may then be sent again).
-    pub async fn settle_acquire(
-        &self,
-        lost: &Lost,
-        fenced: bool,
-        before: i64,
-    ) -> Result<(bool, Option<u64>, bool), Error> {
-        let certain = self.core.transport.barrier(lost, self.core.settle_timeout).await;
+    /// After a lost acquire reply: was it granted? `(granted, token)`. The barrier goes first,
+    /// so that the request has either run or never will when the hold count is read (best
+    /// effort: without the permission, or with its node gone, the read relies on the server
+    /// having dropped that connection by then).
+    pub async fn settle_acquire(&self, lost: &Lost, fenced: bool, before: i64) -> Result<(bool, Option<u64>), Error> {
+        self.core.transport.barrier(lost, self.core.settle_timeout).await;
         let why = format!("{} reply lost ({})", self.kind.acquire, lost.cause);
         let (holds, token) = self.holds(fenced, &why).await?;
         let granted = holds > before;
@@ -106,7 +102,7 @@ impl Target<'_> {
             self.kind.holds,
             if granted { "granted" } else { "not granted" }
         );
-        Ok((granted, if granted { token } else { None }, certain))
+        Ok((granted, if granted { token } else { None }))
     }
 
     /// Sends a latched unlock; a lost reply re-sends the very same request (same latch id),

@@ -52,6 +52,21 @@ pub(crate) fn items(v: &Value) -> Result<&[Value], Error> {
     }
 }
 
+/// A hash's fields and values (`HGETALL`: a flat array in RESP2, a map in RESP3).
+pub(crate) fn pairs(v: &Value) -> Result<Vec<(String, String)>, Error> {
+    let text = |i: &Value| opt_text(i)?.ok_or_else(|| unexpected("a string", i));
+    match v {
+        Value::Map(m) => m.iter().map(|(k, v)| Ok((text(k)?, text(v)?))).collect(),
+        other => {
+            let flat = items(other)?;
+            if flat.len() % 2 != 0 {
+                return Err(unexpected("field-value pairs", other));
+            }
+            flat.chunks(2).map(|kv| Ok((text(&kv[0])?, text(&kv[1])?))).collect()
+        }
+    }
+}
+
 /// A list of strings, or `None` for nil (permit ids).
 pub(crate) fn opt_texts(v: &Value) -> Result<Option<Vec<String>>, Error> {
     if matches!(v, Value::Nil) {
@@ -76,5 +91,15 @@ mod tests {
     fn an_unexpected_shape_is_an_error_not_a_panic() {
         assert!(items(&Value::Int(1)).is_err());
         assert!(opt_texts(&Value::Array(vec![Value::Int(1)])).is_err());
+        assert!(pairs(&Value::Array(vec![Value::BulkString(b"odd".to_vec())])).is_err());
+    }
+
+    #[test]
+    fn a_hash_is_read_from_a_flat_array_or_a_map() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let want = vec![("rate".to_string(), "10".to_string())];
+        assert_eq!(pairs(&Value::Array(vec![b("rate"), b("10")])).ok(), Some(want.clone()));
+        assert_eq!(pairs(&Value::Map(vec![(b("rate"), b("10"))])).ok(), Some(want));
+        assert_eq!(pairs(&Value::Array(vec![])).ok(), Some(vec![]));
     }
 }

@@ -105,3 +105,48 @@ async fn a_parked_wait_whose_reply_is_lost_is_killed_then_settled() {
     assert_eq!(support::pttl(&mut s.conn(), "lost-wait"), -2, "nothing was granted to the killed wait");
     locks.close().await;
 }
+
+/// The id of the connection parked in `cmd` (`CLIENT LIST`), if one is.
+fn parked_client(s: &Server, cmd: &str) -> Option<i64> {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut s.conn()).unwrap();
+    let line = list.lines().find(|l| l.contains(&format!(" cmd={cmd} ")) && l.contains(" flags=b "))?;
+    line.split(' ').find_map(|f| f.strip_prefix("id=")).and_then(|v| v.parse().ok())
+}
+
+/// As after a failover: the wait's connection breaks and the barrier cannot end it (here the
+/// ACL refuses `CLIENT ID` and `CLIENT KILL`; after a failover its node is gone). The owner's
+/// hold count says not granted, so the wait is a new wait for the time left (docs/clients.md,
+/// "Sentinel"), as in the Python and Node libraries: never a blind re-send, and no error while
+/// time is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_wait_settled_as_not_granted_waits_again_for_the_time_left() {
+    let s = Server::start();
+    let mut c = s.conn();
+    redis::cmd("ACL")
+        .arg(&["SETUSER", "nokill", "on", "nopass", "~*", "&*", "+@all", "-client|id", "-client|kill"][..])
+        .exec(&mut c)
+        .unwrap();
+    let client = redis::Client::open(format!("redis://nokill:any@127.0.0.1:{}/", s.port)).unwrap();
+    let locks = LockClient::new(client).unwrap();
+    let holder = locks.lock("rewait").acquire().await.unwrap();
+    let lock = locks.lock("rewait");
+    let owner = lock.owner().to_string();
+    let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(30)).await });
+    s.wait_blocked(1);
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut c).unwrap();
+    let id = parked_client(&s, "lock.acquire").expect("parked");
+    redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).exec(&mut c).unwrap();
+    // Seen parked (Valkey counts a parked command's call only when it ends).
+    support::wait_until(Duration::from_secs(10), "a new wait, on a connection of its own", || {
+        parked_client(&s, "lock.acquire").is_some_and(|again| again != id)
+    });
+    assert_eq!(s.blocked(), 1);
+    assert!(support::command_calls(&mut c, "LOCK.HOLDS") >= 1, "settled by asking first");
+    let who: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+    assert!(who.lines().any(|l| l.contains(" user=nokill ") && l.contains(" flags=b ")), "parked as nokill: {who}");
+    holder.unlock().await.unwrap();
+    let guard = waiter.await.unwrap().expect("no error while time is left").expect("granted to the new wait");
+    assert_eq!(hgetall(&mut c, "rewait"), vec![(owner, "1".to_string())], "one hold");
+    assert_eq!(guard.unlock().await.unwrap(), Unlocked::Last);
+    locks.close().await;
+}

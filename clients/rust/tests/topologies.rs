@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use redis::sentinel::{SentinelClient, SentinelServerType};
-use redis_lockmod_client::{Error, LockClient, Servers};
+use redis_lockmod_client::{Error, LockClient, RateType, Servers};
 use support::sentinel::{Cluster, Sentinels, SERVICE};
 use support::wait_until;
 
@@ -61,6 +61,14 @@ async fn locks_work_on_a_cluster_across_slots_and_a_failover() {
     let sem = locks.semaphore("beta-sem");
     sem.try_set_permits(1, None).await.unwrap();
     sem.acquire(1).await.unwrap().release().await.unwrap();
+    // A rate limiter's keys all lie in its name's slot, on that slot's primary.
+    let limiter = locks.rate_limiter("gamma-rate");
+    assert!(limiter.try_set_rate(RateType::PerClient, 2, Duration::from_secs(3600), None).await.unwrap());
+    assert!(limiter.try_acquire(2, Duration::from_secs(1)).await.unwrap());
+    assert!(!limiter.try_acquire(1, Duration::from_millis(50)).await.unwrap());
+    let mut c = cluster.conn(cluster.primary_for("gamma-rate"));
+    let value: String = redis::cmd("GET").arg(format!("{{gamma-rate}}:value:{}", locks.id())).query(&mut c).unwrap();
+    assert_eq!(value, "0");
     locks.close().await;
     tokio::task::spawn_blocking(move || drop(cluster)).await.unwrap();
 }

@@ -21,10 +21,12 @@
 //! ```
 
 mod locks;
+mod ratelimiter;
 mod runtime;
 mod sync;
 
 pub use locks::{Lock, LockGuard, ReadWriteLock};
+pub use ratelimiter::RateLimiter;
 pub use sync::{CountDownLatch, PermitExpirableSemaphore, PermitGuard, Semaphore, SemaphoreGuard};
 
 use std::sync::Arc;
@@ -101,6 +103,11 @@ impl LockClient {
     /// A count-down latch (Redisson's `RCountDownLatch`).
     pub fn count_down_latch(&self, name: &str) -> CountDownLatch {
         CountDownLatch::new(self.inner().count_down_latch(name), self.rt.clone())
+    }
+
+    /// A rate limiter (Redisson's `RRateLimiter`); its client id is this client's uuid.
+    pub fn rate_limiter(&self, name: &str) -> RateLimiter {
+        RateLimiter::new(self.inner().rate_limiter(name), self.rt.clone())
     }
 
     /// Waits for the background releases and closes the idle connections

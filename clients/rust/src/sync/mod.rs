@@ -1,23 +1,28 @@
 //! Redisson's synchronizers on the module's commands and Redisson's layout, so a Redisson
 //! client shares them by name: [`Semaphore`] (`RSemaphore`, `SEMAPHORE.*`),
-//! [`PermitExpirableSemaphore`] (`RPermitExpirableSemaphore`, `PSEMAPHORE.*`) and
-//! [`CountDownLatch`] (`RCountDownLatch`, `COUNTDOWN.*`). A wait is the server's `BLOCK`,
-//! served in arrival order (a waiter for 3 permits is not overtaken by a later one for 1).
+//! [`PermitExpirableSemaphore`] (`RPermitExpirableSemaphore`, `PSEMAPHORE.*`),
+//! [`CountDownLatch`] (`RCountDownLatch`, `COUNTDOWN.*`) and [`RateLimiter`] (`RRateLimiter`,
+//! `RATELIMITER.*`). A wait is the server's `BLOCK`, served in arrival order (a waiter for 3
+//! permits is not overtaken by a later one for 1).
 //!
 //! Permits have no owner, so a lost reply cannot be settled by asking the server what the
 //! caller holds: a command that changes something is sent once, and a lost reply is
 //! [`Error::StateUnknown`](crate::Error) (the permits may or may not have been taken). Reads
-//! are asked again. A rate limiter (Redisson's `RRateLimiter`) will be a file beside these.
+//! are asked again.
 
 mod latch;
 mod permits;
+mod ratelimiter;
 mod semaphore;
 
 pub use latch::CountDownLatch;
 pub use permits::{PermitExpirableSemaphore, PermitGuard};
+pub use ratelimiter::{RateLimiter, RateLimiterConfig, RateType, SetRate};
 pub use semaphore::{Semaphore, SemaphoreGuard};
 
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::client::Core;
 use crate::error::{Error, Result};
@@ -72,4 +77,17 @@ pub(crate) async fn change(core: &Core, name: &str, c: redis::Cmd) -> Result<red
     let (v, synced) = core.transport.once_synced(name, c, core.command_timeout, core.sync()).await?;
     core.check_synced(&command, name, synced)?;
     Ok(v)
+}
+
+/// A wait's reply that did not come: the outcome is unknown (permits have no owner to ask
+/// about). Cancelled, its unblock failed (refused, or no connection): the wait's connection is
+/// closed, so the server drops the waiter and the module gives back a grant it had not answered
+/// yet; one answered in that instant is lost with the connection, which is logged.
+pub(crate) fn unanswered(command: &str, name: &str, cancel: &CancellationToken, cause: String) -> Error {
+    if cancel.is_cancelled() {
+        tracing::warn!(
+            "redis-lockmod: a cancelled {command} of {name} got no reply ({cause}): permits answered in that instant are not given back"
+        );
+    }
+    Error::unknown(command, name, cause)
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{change, check_open, positive, wait_args, with_block};
+use super::{change, check_open, positive, unanswered, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
@@ -130,14 +130,7 @@ impl PermitExpirableSemaphore {
                     }
                 },
                 Err(CallError::Failed(e)) => Err(e),
-                Err(CallError::Lost(l)) => {
-                    if cancel.is_cancelled() {
-                        // Redis 7.0 drops the reply of a wait granted in the server iteration that
-                        // ran its CLIENT UNBLOCK: permits have no owner to ask about.
-                        tracing::warn!("redis-lockmod: a cancelled PSEMAPHORE.ACQUIRE of {} got no reply: permits granted in that instant are not given back", sem.name);
-                    }
-                    Err(Error::unknown("PSEMAPHORE.ACQUIRE", &sem.name, l.cause))
-                }
+                Err(CallError::Lost(l)) => Err(unanswered("PSEMAPHORE.ACQUIRE", &sem.name, &cancel, l.cause)),
             }
         })
         .await

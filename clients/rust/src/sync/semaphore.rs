@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{change, check_open, positive, wait_args, with_block};
+use super::{change, check_open, positive, unanswered, wait_args, with_block};
 use crate::client::{Core, LockClient};
 use crate::detach::detached;
 use crate::error::{Error, Result};
@@ -101,14 +101,7 @@ impl Semaphore {
                 }
                 Ok(_) => Ok(None),
                 Err(CallError::Failed(e)) => Err(e),
-                Err(CallError::Lost(l)) => {
-                    if cancel.is_cancelled() {
-                        // Redis 7.0 drops the reply of a wait granted in the server iteration that
-                        // ran its CLIENT UNBLOCK: permits have no owner to ask about.
-                        tracing::warn!("redis-lockmod: a cancelled SEMAPHORE.ACQUIRE of {} got no reply: permits granted in that instant are not given back", sem.name);
-                    }
-                    Err(Error::unknown("SEMAPHORE.ACQUIRE", &sem.name, l.cause))
-                }
+                Err(CallError::Lost(l)) => Err(unanswered("SEMAPHORE.ACQUIRE", &sem.name, &cancel, l.cause)),
             }
         })
         .await

@@ -11,20 +11,21 @@
 //!   request again, which is safe because nothing was done.
 //! - A request given a cancellation token that fires while it waits is answered at once with
 //!   `CLIENT UNBLOCK <id> TIMEOUT` from another connection; the transport keeps reading its
-//!   reply (a timeout, or a grant that came first) for the caller to give back.
+//!   reply (a timeout, or a grant that came first: the module answers an unblock racing a grant
+//!   with the grant, on every server version) for the caller to give back.
 
 mod kill;
 mod link;
 mod replicas;
 mod requests;
+mod send;
 pub(crate) mod topology;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::{Cmd, ConnectionInfo, Pipeline, Value};
-use tokio::time::Instant;
+use redis::{Cmd, ConnectionInfo, Value};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use link::Node;
@@ -330,58 +331,6 @@ impl Transport {
             _ => None,
         }
     }
-
-    /// Writes the pipeline and reads its replies, within `timeout`; a cancellation fires
-    /// `CLIENT UNBLOCK` and keeps reading for at most the grace period.
-    async fn send(
-        &self,
-        link: &mut Link,
-        pipe: &Pipeline,
-        n: usize,
-        timeout: Option<Duration>,
-        cancel: Option<&CancellationToken>,
-        node: &Node,
-    ) -> Result<(Vec<Value>, bool), SendError> {
-        let client_id = link.client_id;
-        let mut conn = link.conn.clone();
-        let fut = conn.send_packed_commands(pipe, 0, n);
-        tokio::pin!(fut);
-        let mut deadline = timeout.map(|t| Instant::now() + t);
-        let never = CancellationToken::new();
-        let cancel = cancel.unwrap_or(&never);
-        let mut unblocked = false;
-        loop {
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                r = &mut fut => return r.map(|v| (v, unblocked)).map_err(|e| SendError { what: e.to_string(), broken: true }),
-                _ = sleep => return Err(SendError { what: format!("no reply within {:?}", timeout.unwrap_or_default()), broken: false }),
-                _ = cancel.cancelled(), if !unblocked => {
-                    unblocked = true;
-                    let Some(id) = client_id else {
-                        return Err(SendError { what: "cancelled (no client id to unblock)".into(), broken: false });
-                    };
-                    if let Err(e) = self.unblock(node, id).await {
-                        return Err(SendError { what: format!("cancelled; CLIENT UNBLOCK failed: {e}"), broken: false });
-                    }
-                    // Its reply (a timeout, or a grant that came first) follows at once.
-                    let by = Instant::now() + self.grace;
-                    deadline = Some(deadline.map_or(by, |d| d.min(by)));
-                }
-            }
-        }
-    }
-}
-
-/// Why a request's replies did not come.
-struct SendError {
-    what: String,
-    /// The connection broke (as opposed to no reply in time).
-    broken: bool,
 }
 
 struct Redirect {

@@ -269,3 +269,22 @@ pub fn command_calls(c: &mut redis::Connection, name: &str) -> i64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Redisson's `tryAcquire` body of its rate limiter, 3.38.0 to HEAD.
+pub const REDISSON_TRY_ACQUIRE: &str = "861d9229367b5aa9889ee26c5c31be7baeba2153";
+
+/// One of Redisson's rate-limiter bodies, test data read at run time from
+/// `shared/redisson-ratelimiter-scripts/` beside the repository (or
+/// `$LOCKMOD_REDISSON_RATELIMITER_SCRIPTS`); missing, the test fails.
+pub fn redisson_ratelimiter_body(sha: &str) -> String {
+    let dir = std::env::var_os("LOCKMOD_REDISSON_RATELIMITER_SCRIPTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("..").join("shared").join("redisson-ratelimiter-scripts"));
+    let path = dir.join("scripts").join(format!("{sha}.lua"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "Redisson's rate-limiter scripts are missing at {} ({e}): set LOCKMOD_REDISSON_RATELIMITER_SCRIPTS",
+            path.display()
+        )
+    })
+}
