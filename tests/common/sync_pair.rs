@@ -111,10 +111,14 @@ impl SyncPair {
     /// before which nothing expires, if anything will.
     pub fn guard(&mut self, guard: i64) -> Option<i64> {
         loop {
-            // Each lease end that passed is settled before the next one can.
+            // Each lease end that passed is settled before the next one can. The settle returns
+            // every lease ended before `from`; one that ends while it runs (it may wait 80 ms
+            // for one name's native timer while another's lease ends) is looked for from `from`
+            // on, never from the time after it, or it would pass unsettled.
+            let from = now_ms();
             self.settle();
             let t = now_ms();
-            let (l, n) = (soonest(&mut self.lc, t), soonest(&mut self.nc, t));
+            let (l, n) = (soonest(&mut self.lc, from), soonest(&mut self.nc, from));
             match [l, n].into_iter().flatten().min() {
                 Some(at) if at - t <= guard => {
                     std::thread::sleep(std::time::Duration::from_millis((at - t).max(0) as u64 + 3))
