@@ -170,6 +170,10 @@ impl Server {
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
                 .args(["--enable-debug-command", "yes", "--enable-module-command", "yes"])
+                // A replica's full sync starts at once, not after the 5 s a primary otherwise
+                // waits for more replicas (`repl-diskless-sync-delay`): a test's leases and
+                // timeouts are not spent waiting for it.
+                .args(["--repl-diskless-sync-delay", "0"])
                 .arg("--dir")
                 .arg(&dir)
                 .arg("--logfile")
