@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::parked::{blocked_clients, wait_blocked};
+use common::parked::{blocked_clients, lockmod_stat, parked_beside, until_parked_beside, wait_blocked};
 use common::*;
 
 const Q: &str = "redisson_lock_queue:{doc}";
@@ -23,15 +23,21 @@ fn queue(c: &mut redis::Connection) -> Vec<String> {
 /// Parks `owner` (lease 30 s, the given wait and BLOCK) on its own connection.
 fn park(s: &Server, c: &mut redis::Connection, owner: &str, wait: &str, block: &str) -> Parked {
     let n = blocked_clients(c);
+    let p = send(s, owner, wait, block);
+    wait_blocked(c, n + 1);
+    p
+}
+
+/// Sends `owner`'s `FAIRLOCK.ACQUIRE ... BLOCK` on its own connection, not waiting for it to
+/// park (a short BLOCK may run out before a poll sees it parked).
+fn send(s: &Server, owner: &str, wait: &str, block: &str) -> Parked {
     let mut pc = s.conn();
     let args: Vec<String> =
         ["FAIRLOCK.ACQUIRE", "doc", owner, "30000", wait, "BLOCK", block].iter().map(|a| a.to_string()).collect();
-    let p = thread::spawn(move || {
+    thread::spawn(move || {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         (call(&mut pc, &a), Instant::now())
-    });
-    wait_blocked(c, n + 1);
-    p
+    })
 }
 
 fn granted(p: Parked) -> Instant {
@@ -81,21 +87,32 @@ fn a_parked_waiter_wakes_on_force_unlock_del_and_lease_expiry() {
 
 #[test]
 fn a_timed_out_waiter_gets_the_ttl_and_leaves_the_queue_as_cancel_does() {
-    let s = Server::start();
-    let mut c = s.conn();
-    ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
-    let a = park(&s, &mut c, "a", "60000", "150");
-    let b = park(&s, &mut c, "b", "60000", "0");
+    // a's BLOCK (150 ms) must outlast parking b behind it: where a stalled test thread let it
+    // run out first, the case starts again on a fresh server.
+    let (_s, mut c, a, b, before) = until_parked_beside(|| {
+        let s = Server::start();
+        let mut c = s.conn();
+        ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
+        let before = pttl(&mut c, "doc");
+        let a = send(&s, "a", "60000", "150");
+        if !parked_beside(&mut c, 1, &a) {
+            return None;
+        }
+        let b = send(&s, "b", "60000", "0");
+        parked_beside(&mut c, 2, &a).then_some((s, c, a, b, before))
+    });
+    // The lock's TTL when a's BLOCK ran out: 150 ms or more after `before` was read (1 ms for
+    // the whole ms of the two clocks read).
     let (reply, _) = a.join().expect("a");
-    assert_near(int(&reply.expect("reply")), 29_800, 200);
+    let ttl = int(&reply.expect("reply"));
+    let after = pttl(&mut c, "doc");
+    assert!(after <= ttl && ttl <= before - 149, "{before} {ttl} {after}");
     wait_blocked(&mut c, 1);
-    // a left; b moved up by a's wait.
-    thread::sleep(Duration::from_millis(50));
+    // a left; b moved up by a's wait, to a's deadline (the lease end plus a's wait).
     assert_eq!(queue(&mut c), ["b"]);
-    let z: Vec<(String, f64)> =
+    let z: Vec<(String, i64)> =
         redis::cmd("ZRANGE").arg(Z).arg(0).arg(-1).arg("WITHSCORES").query(&mut c).expect("ZRANGE");
-    let left = z[0].1 as i64 - common::diff::now_ms();
-    assert_near(left, 30_000 + 60_000, 500);
+    assert_eq!(z, [("b".to_string(), pexpiretime(&mut c, "doc") + 60_000)]);
     ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
     granted(b);
 }
@@ -107,10 +124,12 @@ fn a_timed_out_waiters_place_is_gone_when_its_reply_arrives() {
     let s = Server::start();
     let mut c = s.conn();
     ok(&mut c, &["FAIRLOCK.ACQUIRE", "doc", "holder", "30000", "60000"]);
-    for _ in 0..5 {
-        let a = park(&s, &mut c, "a", "60000", "50");
-        let (reply, _) = a.join().expect("a");
-        assert!(reply.is_ok(), "{reply:?}");
+    for i in 1..=5 {
+        // Not polled for as parked (its 50 ms may run out before a poll): the counters say it
+        // parked and timed out.
+        let (reply, _) = send(&s, "a", "60000", "50").join().expect("a");
+        assert!(matches!(reply, Ok(Value::Int(ttl)) if ttl > 0), "{reply:?}");
+        assert_eq!((lockmod_stat(&mut c, "blocked_total"), lockmod_stat(&mut c, "block_timeouts")), (i, i));
         // No wait: the place was cancelled before the reply left the server.
         assert_eq!(queue(&mut c), Vec::<String>::new());
         let z: i64 = redis::cmd("ZCARD").arg(Z).query(&mut c).expect("ZCARD");
@@ -216,15 +235,29 @@ fn parking_and_grants_reach_the_replica_identically() {
     thread::sleep(Duration::from_millis(400));
     ok(&mut c, &["FAIRLOCK.UNLOCK", "doc", "holder", "30000"]);
     granted(a);
-    wait_replica(&mut c);
-    let zset = |c: &mut redis::Connection| -> Vec<(String, String)> {
-        redis::cmd("ZRANGE").arg(Z).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE")
+    // b is still parked: the keep-alive tick moves its deadline on the primary every 100 ms,
+    // and the move reaches the replica a moment later. So the replica is read, after WAIT,
+    // between two reads of the primary that agree: a keep-alive only moves deadlines forward,
+    // so the primary did not change in between, and the replica, which has every write up to
+    // the first read, holds exactly that state if it replicates faithfully.
+    let state = |c: &mut redis::Connection| -> (Vec<(String, String)>, Vec<String>, Value, i64) {
+        let z = redis::cmd("ZRANGE").arg(Z).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE");
+        (z, queue(c), ok(c, &["HGETALL", "doc"]), int(&ok(c, &["PEXPIRETIME", "doc"])))
     };
-    assert_eq!(zset(&mut rc), zset(&mut c));
-    assert_eq!(queue(&mut rc), ["b"]);
+    let (mut tries, deadline) = (0, Instant::now() + Duration::from_secs(10));
+    let (primary, replica) = loop {
+        tries += 1;
+        let before = state(&mut c);
+        wait_replica(&mut c);
+        let replica = state(&mut rc);
+        if state(&mut c) == before {
+            break (before, replica);
+        }
+        assert!(Instant::now() < deadline, "the primary kept changing ({tries} reads)");
+    };
+    assert_eq!(replica, primary);
+    assert_eq!(replica.1, ["b"]);
     assert_eq!(hgetall(&mut rc, "doc"), map(&[("a", "1")]));
-    let at = |c: &mut redis::Connection| int(&ok(c, &["PEXPIRETIME", "doc"]));
-    assert_eq!(at(&mut rc), at(&mut c));
 }
 
 /// The queue, not the order of parking, decides: a parked waiter whose place was taken away

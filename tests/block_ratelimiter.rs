@@ -8,7 +8,7 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::parked::wait_blocked;
+use common::parked::{lockmod_stat as info, parked_beside, until_parked_beside, wait_blocked};
 use common::ratelimiter::{self as rl, grants};
 use common::*;
 
@@ -21,12 +21,6 @@ fn park(s: &Server, cmd: &[&str]) -> thread::JoinHandle<Result<Value, String>> {
 
 fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
     redis::cmd("GET").arg(key).query(c).expect("GET")
-}
-
-fn info(c: &mut redis::Connection, field: &str) -> i64 {
-    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
-    let line = text.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:"))).expect(field);
-    line.trim().parse().expect("integer")
 }
 
 /// A limiter `r` of `rate` per `interval` ms whose permits are all taken now.
@@ -78,12 +72,18 @@ fn the_oldest_grant_leaving_the_window_wakes_the_first_waiter_by_a_timer() {
 
 #[test]
 fn a_timeout_replies_the_current_wait_and_lets_the_waiter_behind_be_served() {
-    let s = Server::start();
-    let mut c = exhausted(&s, "2", "600000");
-    let big = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "300"]);
-    wait_blocked(&mut c, 1);
-    let small = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
-    wait_blocked(&mut c, 2);
+    // big's BLOCK (300 ms) must outlast parking small behind it: where a stalled test thread
+    // let it run out first, the case starts again on a fresh server.
+    let (_s, mut c, big, small) = until_parked_beside(|| {
+        let s = Server::start();
+        let mut c = exhausted(&s, "2", "600000");
+        let big = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "300"]);
+        if !parked_beside(&mut c, 1, &big) {
+            return None;
+        }
+        let small = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "20000"]);
+        parked_beside(&mut c, 2, &big).then_some((s, c, big, small))
+    });
     ok(&mut c, &["RATELIMITER.RELEASE", "r", "1"]);
     match big.join().expect("thread") {
         Ok(Value::Int(ms)) => assert!(ms > 590_000, "the wait until the oldest grant leaves: {ms}"),
@@ -195,12 +195,19 @@ fn a_write_pause_holds_the_grant_until_writes_resume() {
 
 #[test]
 fn a_timeout_inside_a_pause_replies_the_wait_and_writes_nothing() {
-    let s = Server::start();
-    let mut c = exhausted(&s, "1", "600000");
-    let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "300"]);
-    wait_blocked(&mut c, 1);
-    let before = common::acl::snapshot(&mut c);
-    ok(&mut c, &["CLIENT", "PAUSE", "2000", "WRITE"]);
+    // The BLOCK (300 ms) must run out inside the pause: where a stalled test thread let it run
+    // out before the pause began, the case starts again on a fresh server.
+    let (_s, mut c, w, before) = until_parked_beside(|| {
+        let s = Server::start();
+        let mut c = exhausted(&s, "1", "600000");
+        let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "300"]);
+        if !parked_beside(&mut c, 1, &w) {
+            return None;
+        }
+        let before = common::acl::snapshot(&mut c);
+        ok(&mut c, &["CLIENT", "PAUSE", "2000", "WRITE"]);
+        (info(&mut c, "block_timeouts") == 0).then_some((s, c, w, before))
+    });
     match w.join().expect("thread") {
         Ok(Value::Int(ms)) => assert!(ms > 590_000, "{ms}"),
         other => panic!("{other:?}"),

@@ -6,14 +6,8 @@ mod common;
 
 use std::thread;
 
-use common::parked::{spawn_call as park, wait_blocked};
+use common::parked::{lockmod_stat as info, parked_beside, spawn_call as park, until_parked_beside, wait_blocked};
 use common::*;
-
-fn info(c: &mut redis::Connection, field: &str) -> i64 {
-    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
-    let line = text.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:"))).expect(field);
-    line.trim().parse().expect("integer")
-}
 
 fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
     redis::cmd("GET").arg(key).query(c).expect("GET")
@@ -82,13 +76,19 @@ fn a_foreign_lua_incrby_wakes_a_parked_semaphore_waiter() {
 
 #[test]
 fn a_timeout_replies_the_refusal_and_lets_the_waiter_behind_be_served() {
-    let s = Server::start();
-    let mut c = s.conn();
-    ok(&mut c, &["SEMAPHORE.TRYSETPERMITS", "s", "1"]);
-    let big = park(&s, &["SEMAPHORE.ACQUIRE", "s", "5", "BLOCK", "300"]);
-    wait_blocked(&mut c, 1);
-    let small = park(&s, &["SEMAPHORE.ACQUIRE", "s", "1", "BLOCK", "20000"]);
-    wait_blocked(&mut c, 2);
+    // big's BLOCK (300 ms) must outlast parking small behind it: where a stalled test thread
+    // let it run out first, the case starts again on a fresh server.
+    let (s, mut c, big, small) = until_parked_beside(|| {
+        let s = Server::start();
+        let mut c = s.conn();
+        ok(&mut c, &["SEMAPHORE.TRYSETPERMITS", "s", "1"]);
+        let big = park(&s, &["SEMAPHORE.ACQUIRE", "s", "5", "BLOCK", "300"]);
+        if !parked_beside(&mut c, 1, &big) {
+            return None;
+        }
+        let small = park(&s, &["SEMAPHORE.ACQUIRE", "s", "1", "BLOCK", "20000"]);
+        parked_beside(&mut c, 2, &big).then_some((s, c, big, small))
+    });
     assert_eq!(big.join().expect("thread"), Ok(Value::Int(0)));
     assert_eq!(small.join().expect("thread"), Ok(Value::Int(1)), "served once the first one left");
     assert_eq!(get(&mut c, "s").as_deref(), Some("0"));

@@ -184,7 +184,7 @@ fn run_family(fam: Family, seed: u64) {
                 forget_refused(&mut held, name, &c, &l);
             }
             if r.gen_ratio(1, 15) {
-                std::thread::sleep(std::time::Duration::from_millis(r.gen_range(1..60)));
+                pair.idle(r.gen_range(1..60));
             }
             if i % (env("DIFF_CHECK_EVERY", 50) as usize) == 0 {
                 pair.check();

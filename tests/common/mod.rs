@@ -171,6 +171,10 @@ impl Server {
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
                 .args(["--enable-debug-command", "yes", "--enable-module-command", "yes"])
+                // A replica's full sync starts at once, not after the 5 s a primary otherwise
+                // waits for more replicas (`repl-diskless-sync-delay`): a test's leases and
+                // timeouts are not spent waiting for it.
+                .args(["--repl-diskless-sync-delay", "0"])
                 .arg("--dir")
                 .arg(&dir)
                 .arg("--logfile")
@@ -247,6 +251,24 @@ impl Server {
             }
             assert!(Instant::now() < deadline, "replica did not sync: {info}");
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // A primary streams its writes to a new replica only once the replica's first
+        // acknowledgement arrives (sent once a second): until then a WAIT can take a second,
+        // which a test's lease or timeout may not have. So, on a primary, this waits until
+        // every replica acknowledged (a replica of a replica is ready once its link is up).
+        let mut pc = self.conn();
+        loop {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut pc).expect("INFO");
+            let field = |k: &str| info.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
+            if field("role:").as_deref() != Some("master") {
+                break;
+            }
+            let replicas: i64 = field("connected_slaves:").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let acked: i64 = redis::cmd("WAIT").arg(replicas).arg(100).query(&mut pc).expect("WAIT");
+            if acked >= replicas {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the primary did not stream to its replica: {info}");
         }
         r
     }

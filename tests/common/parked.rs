@@ -1,4 +1,6 @@
-//! Waiting for clients parked with BLOCK: the server's own count of blocked clients.
+//! Waiting for clients parked with BLOCK: the server's own count of blocked clients, and the
+//! module's counters of parks and timeouts (which a client whose short BLOCK already ran out
+//! still shows).
 
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -39,4 +41,37 @@ pub fn wait_blocked(c: &mut redis::Connection, n: usize) {
         assert!(Instant::now() < deadline, "blocked_clients stayed {now}, wanted {n}");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Waits until the server reports `n` blocked clients, as [`wait_blocked`], unless `short` (a
+/// client with a short BLOCK, one of the `n`) replies first: its BLOCK ran out before the
+/// others were parked beside it, as a stalled test thread can make it happen. True once all
+/// `n` were seen parked at once; false if `short` replied first (the caller starts again).
+pub fn parked_beside<T>(c: &mut redis::Connection, n: usize, short: &JoinHandle<T>) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = blocked_clients(c);
+        if now == n {
+            return true;
+        }
+        if short.is_finished() {
+            return false;
+        }
+        assert!(Instant::now() < deadline, "blocked_clients stayed {now}, wanted {n}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs `case` (which starts its own server) until it returns `Some`, at most 5 times: for a
+/// case whose short BLOCK must outlast parking others beside it ([`parked_beside`]), and which
+/// returns `None` where a stalled test thread let the BLOCK run out first.
+pub fn until_parked_beside<T>(mut case: impl FnMut() -> Option<T>) -> T {
+    (0..5).find_map(|_| case()).expect("the short BLOCK ran out before the case was set up, 5 times: too loaded")
+}
+
+/// A field of `INFO lockmod` (without its `lockmod_` prefix), e.g. `blocked_total`.
+pub fn lockmod_stat(c: &mut redis::Connection, field: &str) -> i64 {
+    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
+    let line = text.lines().find_map(|l| l.strip_prefix(&format!("lockmod_{field}:")));
+    line.and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no lockmod_{field} in INFO"))
 }

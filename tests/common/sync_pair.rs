@@ -9,8 +9,11 @@
 //! guard is waited out, so both sides judge every expiry alike. A permit whose lease ended is
 //! in `{name}:timeout` until a call reclaims it; a native server may reclaim it earlier by
 //! itself (issue 26: the lease ends at its deadline). Where the native side did, the pair
-//! runs `availablePermits` on both sides first ([`SyncPair::settle`]), so both are back in
-//! the same state; the message it makes on the Lua side is the one the native side sent.
+//! runs `availablePermits` on both sides first ([`SyncPair::settle`], in `sync_pair/settle.rs`),
+//! so both are back in the same state; the message it makes on the Lua side is the one the
+//! native side sent.
+
+mod settle;
 
 use std::collections::BTreeMap;
 
@@ -108,10 +111,14 @@ impl SyncPair {
     /// before which nothing expires, if anything will.
     pub fn guard(&mut self, guard: i64) -> Option<i64> {
         loop {
-            // Each lease end that passed is settled before the next one can.
+            // Each lease end that passed is settled before the next one can. The settle returns
+            // every lease ended before `from`; one that ends while it runs (it may wait 80 ms
+            // for one name's native timer while another's lease ends) is looked for from `from`
+            // on, never from the time after it, or it would pass unsettled.
+            let from = now_ms();
             self.settle();
             let t = now_ms();
-            let (l, n) = (soonest(&mut self.lc, t), soonest(&mut self.nc, t));
+            let (l, n) = (soonest(&mut self.lc, from), soonest(&mut self.nc, from));
             match [l, n].into_iter().flatten().min() {
                 Some(at) if at - t <= guard => {
                     std::thread::sleep(std::time::Duration::from_millis((at - t).max(0) as u64 + 3))
@@ -119,50 +126,6 @@ impl SyncPair {
                 other => return other,
             }
         }
-    }
-
-    /// While the Lua side holds expired permits in a `:timeout` zset (the native side
-    /// reclaims them at their deadline, given up to 80 ms to), runs the `availablePermits`
-    /// body on both sides, replies not compared: both reclaim. True if it ran.
-    fn settle(&mut self) -> bool {
-        let Some((sha, pubarg)) = self.settle_with.clone() else { return false };
-        let mut ran = false;
-        for name in self.names.clone() {
-            let z = super::sync_calls::timeouts(&name);
-            let expired = |c: &mut redis::Connection| -> usize {
-                redis::cmd("ZCOUNT").arg(&z).arg(0).arg(now_ms()).query(c).unwrap_or(0)
-            };
-            if expired(&mut self.lc) == 0 {
-                continue;
-            }
-            // A native server reclaims at the deadline by its timer: give it the time to.
-            let snapshot = zset(&mut self.lc, &z);
-            if self.waited.get(&name) != Some(&snapshot) {
-                for _ in 0..40 {
-                    if expired(&mut self.nc) == 0 {
-                        break;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                self.waited.insert(name.clone(), snapshot);
-            }
-            // Reclaimed by both calls even where the native timer has not fired yet (a loaded
-            // machine delays it): a late timer then finds nothing to return, where it would
-            // otherwise publish once more than the Lua side.
-            let now = now_ms();
-            let mut a: Vec<Vec<u8>> = vec![b"EVALSHA".to_vec(), sha.clone().into_bytes(), b"3".to_vec()];
-            let ch = super::sync_calls::semaphore_channel(&name);
-            a.extend([name.as_bytes().to_vec(), z.as_bytes().to_vec(), ch.into_bytes(), now.to_string().into_bytes()]);
-            if pubarg {
-                a.push(b"PUBLISH".to_vec());
-            }
-            self.raw[0].call(&a);
-            self.raw[1].call(&a);
-            self.scripts_sent += 1;
-            ran = true;
-        }
-        self.settled += usize::from(ran);
-        ran
     }
 
     /// Sends `args` to both sides (RESP3 if `resp3`) and asserts the replies match (integers
@@ -182,9 +145,13 @@ impl SyncPair {
         if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"EVALSHA")) {
             self.scripts_sent += 1;
         }
-        let stalled = took > TOL_MS / 2 || soonest.is_some_and(|e| t0 + took >= e);
+        let expiry_passed = soonest.is_some_and(|e| t0 + took >= e);
+        let stalled = took > TOL_MS / 2 || expiry_passed;
         if stalled {
-            if !raw_match(&l, &n, ttl) || self.keyspaces_differ() {
+            // A key or a lease that ended during the step may have ended for one side's call
+            // only (the Lua reads Redisson's `now`, the module the server's clock); a lease
+            // then comes back, and is announced, in a different call on each side.
+            if !raw_match(&l, &n, ttl) || self.keyspaces_differ() || (expiry_passed && self.messages_differ()) {
                 eprintln!("step {} {} stalled ({took} ms) and the sides differ: both flushed", self.steps, shown(args));
                 self.resync();
             }
@@ -230,6 +197,11 @@ impl SyncPair {
         keyspace_difference(("lua", &l), ("native", &n), TOL_MS / 2).is_some()
     }
 
+    /// Takes the messages published so far on both sides: true if they differ.
+    fn messages_differ(&mut self) -> bool {
+        by_channel(self.lsub.take()) != by_channel(self.nsub.take())
+    }
+
     fn stable_dumps(&mut self) -> (Vec<Entry>, Vec<Entry>) {
         loop {
             let soonest = self.guard(5 * GUARD_MS);
@@ -259,6 +231,7 @@ impl SyncPair {
 
     fn resync(&mut self) {
         self.resyncs += 1;
+        self.waited.clear();
         self.flush_quiet();
     }
 
