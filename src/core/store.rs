@@ -241,8 +241,8 @@ pub trait SyncStore: Store {
     /// `INCRBY key by` (`by` may be negative), on a key known to be absent or to hold an
     /// integer; keeps the key's TTL. The new value, or `Overflow` (writing nothing).
     fn incr_by(&mut self, key: &[u8], by: i64) -> Result<i64>;
-    /// `DECRBY key by` (its keyspace event is `decrby`, where Redisson's scripts call `decr`
-    /// or `decrby`); otherwise as [`SyncStore::incr_by`] with `-by`.
+    /// `DECRBY key by` (replicated as such; its keyspace event is `incrby`, as Redis fires for
+    /// `DECR` and `DECRBY` alike); otherwise as [`SyncStore::incr_by`] with `-by`.
     fn decr_by(&mut self, key: &[u8], by: i64) -> Result<i64>;
     /// `ZRANGEBYSCORE key min max WITHSCORES [LIMIT 0 n]`: members with `min <= score <= max`,
     /// lowest score first (ties by member), at most `limit` of them (`Some(0)`: none).

@@ -28,8 +28,9 @@ impl RedisStore<'_> {
         if !k.key.string_overwrite(digits) {
             k.key.string_set(self.ctx.string(digits).as_ref());
         }
-        let (event, cmd) = if decr { (c"decrby", c"DECRBY") } else { (c"incrby", c"INCRBY") };
-        self.effect(STRING, event, k.name.raw(), cmd, &[Arg::S(k.name.raw()), Arg::I(step)]);
+        // Redis fires `incrby` for `DECRBY` too (`incrDecrCommand`), whatever the sign.
+        let cmd = if decr { c"DECRBY" } else { c"INCRBY" };
+        self.effect(STRING, c"incrby", k.name.raw(), cmd, &[Arg::S(k.name.raw()), Arg::I(step)]);
         Ok(next)
     }
 

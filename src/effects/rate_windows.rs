@@ -107,7 +107,7 @@ impl RateStore for RedisStore<'_> {
         // members, and the command is one line however many they are.
         let (lo, hi) = (score_text(min), score_text(max));
         let args = [Arg::S(k.name.raw()), Arg::B(lo.as_bytes()), Arg::B(hi.as_bytes())];
-        self.effect(ZSET, c"zrembyscore", k.name.raw(), c"ZREMRANGEBYSCORE", &args);
+        self.effect(ZSET, c"zremrangebyscore", k.name.raw(), c"ZREMRANGEBYSCORE", &args);
         self.notify_if_deleted(i);
         gone.len()
     }
