@@ -12,6 +12,8 @@ pub mod diff;
 pub mod gcra;
 pub mod names;
 pub mod parked;
+pub mod rate_pair;
+pub mod rate_states;
 pub mod ratelimiter;
 pub mod redisson;
 pub mod redisson_calls;
