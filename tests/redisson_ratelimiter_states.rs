@@ -317,3 +317,43 @@ fn native_bodies_replicate_as_their_effects_and_survive_a_reload() {
     let reloaded = common::rate_pair::dump(&mut p, &none);
     assert_eq!(common::diff::keyspace_difference(("before", &dp), ("after DEBUG RELOAD", &reloaded), 0), None);
 }
+
+/// A user ACL denies a command the body runs inside (`ZADD`): the call runs as Lua, so the user
+/// gets the Lua's ACL error, after the writes the Lua made before it, counted under `acl`. An unrestricted user's
+/// call runs natively where the filter can name the caller (Redis 7.2+, Valkey); on Redis 7.0
+/// any restricted user sends every script to Lua.
+#[test]
+fn a_user_denied_a_command_of_the_body_gets_what_lua_gives() {
+    let scripts = rl::load();
+    let mut pair = RatePair::new(&scripts);
+    let sees = common::is_valkey() || !info(&mut pair.nc, "server")["redis_version"].starts_with("7.0.");
+    let b = |s: &str| s.as_bytes().to_vec();
+    let keys = st::keys();
+    for c in [&mut pair.lc, &mut pair.nc] {
+        common::ok(c, &["ACL", "SETUSER", "nozadd", "on", ">pw", "~*", "&*", "+@all", "-zadd"]);
+    }
+    let set = evalsha(rl::TRY_SET_RATE[2], &[st::NAME.into()], &[b("10"), b("1000"), b("0"), b("0")]);
+    pair.call(&set, false);
+    let before = counters(&mut pair.nc);
+    let take = |r: u8| evalsha(rl::ACQUIRE[3], &keys, &[b("1"), b(&st::NOW.to_string()), st::call_random(r, false)]);
+    for (user, random) in [("nozadd", 1), ("default", 2)] {
+        let mut conns = [&pair.lua, &pair.native].map(|s| common::redisson::RawConn::open(s, false));
+        if user != "default" {
+            for c in &mut conns {
+                assert_eq!(c.call(&["AUTH", user, "pw"]), Raw::Line(b'+', "OK".into()));
+            }
+        }
+        let args = take(random);
+        let (l, n) = (conns[0].call(&args), conns[1].call(&args));
+        assert_eq!(l, n, "{user}");
+        if user == "nozadd" {
+            // The script's own ACL error (its wording differs by server).
+            assert!(matches!(&l, Raw::Line(b'-', e) if e.contains("zadd") || e.contains("can't run")), "{l:?}");
+        }
+    }
+    assert_eq!(pair.difference(None), None);
+    let after = counters(&mut pair.nc);
+    let acl = CAUSES.iter().position(|c| *c == "acl").unwrap_or(0);
+    assert_eq!(after.1[acl] - before.1[acl], if sees { 1 } else { 2 });
+    assert_eq!(after.0 - before.0, u64::from(sees));
+}
