@@ -22,82 +22,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use common::diff::now_ms;
 use common::rate_pair::{shown, RatePair};
 use common::rate_states::{self as st, role, Role};
 use common::ratelimiter::{self as rl, evalsha};
 use common::redisson::{info, raw_match, Raw};
-
-const CAUSES: [&str; 8] =
-    ["not_accelerated", "arguments", "server_state", "acl", "script_cache", "module_rule", "script_state", "error"];
-
-fn counters(c: &mut redis::Connection) -> (u64, [u64; 8]) {
-    let m = info(c, "lockmod");
-    let get = |f: &str| m.get(&format!("lockmod_redisson_{f}")).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut causes = [0; 8];
-    for (i, c) in CAUSES.iter().enumerate() {
-        causes[i] = get(&format!("lua_{c}"));
-    }
-    (get("native_total"), causes)
-}
-
-#[derive(Default)]
-struct Findings {
-    cases: usize,
-    native: usize,
-    ordinary: usize,
-    ordinary_native: usize,
-    differences: Vec<String>,
-    miscounted: Vec<String>,
-    not_native_in_ordinary_use: Vec<String>,
-    left: BTreeMap<(String, &'static str), Vec<String>>,
-}
-
-impl Findings {
-    /// Records one call: its replies and keyspace difference, how it ran, whether it had to
-    /// run natively.
-    #[allow(clippy::too_many_arguments)]
-    fn note(
-        &mut self,
-        what: String,
-        body: String,
-        lua: &Raw,
-        nat: &Raw,
-        same: bool,
-        keyspace: Option<String>,
-        before: (u64, [u64; 8]),
-        after: (u64, [u64; 8]),
-        ordinary: bool,
-    ) {
-        let native = after.0 > before.0;
-        self.cases += 1;
-        self.native += usize::from(native);
-        if !same {
-            self.differences.push(format!("{what}: lua {lua:?}, native {nat:?}"));
-        } else if let Some(d) = keyspace {
-            self.differences.push(format!("{what}: {d}"));
-        }
-        let moved: Vec<&str> =
-            CAUSES.iter().zip(after.1.iter().zip(&before.1)).filter(|(_, (a, b))| a > b).map(|(c, _)| *c).collect();
-        let once = if native { moved.is_empty() && after.0 == before.0 + 1 } else { moved.len() == 1 };
-        if !once {
-            self.miscounted.push(format!("{what}: native {native}, causes {moved:?}"));
-        }
-        if !native {
-            let cause = moved.first().copied().unwrap_or("uncounted");
-            self.left.entry((body, cause)).or_default().push(what.clone());
-        }
-        if ordinary {
-            self.ordinary += 1;
-            self.ordinary_native += usize::from(native);
-            if !native {
-                self.not_native_in_ordinary_use.push(what);
-            }
-        }
-    }
-}
+use common::script_findings::{counters, Case, Findings, CAUSES};
 
 #[test]
 fn every_redisson_ratelimiter_body_answers_as_its_lua_on_every_limiter_state() {
@@ -139,10 +69,17 @@ fn every_redisson_ratelimiter_body_answers_as_its_lua_on_every_limiter_state() {
                         state.window,
                         if resp3 { " (RESP3)" } else { "" }
                     );
-                    let keyspace = pair.difference(None);
-                    let same = raw_match(&lua, &nat, false);
-                    let body_name = format!("{} {r:?}", &body.sha[..8]);
-                    f.note(what, body_name, &lua, &nat, same, keyspace, before, after, st::ordinary(state, &c));
+                    let case = Case {
+                        body: format!("{} {r:?}", &body.sha[..8]),
+                        state: format!("{:?}/{:?} [{}]", state.hash, state.window, c.label),
+                        same: raw_match(&lua, &nat, false),
+                        keyspace: pair.difference(None),
+                        lua: &lua,
+                        native: &nat,
+                        ordinary: st::ordinary(state, &c),
+                        what,
+                    };
+                    f.note(case, before, after);
                 }
             }
         }
@@ -150,7 +87,7 @@ fn every_redisson_ratelimiter_body_answers_as_its_lua_on_every_limiter_state() {
             gcra_states(&mut pair, &body.sha, r, &mut f);
         }
     }
-    report(&f, started.elapsed());
+    f.report(started.elapsed(), 1_500, "RATE_STATES_ONLY");
 }
 
 /// The `GCRA` key and config hash of the `RGcra` states.
@@ -205,13 +142,21 @@ fn gcra_states(pair: &mut RatePair, sha: &str, r: Role, f: &mut Findings) {
                 let (lua, nat) = pair.call(&evalsha(sha, &keys, &argv), false);
                 let after = counters(&mut pair.nc);
                 let what = format!("{} {r:?} [{clabel}] on {label}/{tat}", &sha[..8]);
-                let keyspace = pair.difference(Some(GNAME));
-                let same = gcra_match(&lua, &nat);
                 // Ordinary: a config `RGcra` writes, and a call it sends (tokens of 1 up).
                 let ordinary = matches!(label, "period 60" | "period 0.25")
                     && tat != "TAT not a number"
                     && !matches!(clabel, "0" | "1.0");
-                f.note(what, format!("{} {r:?}", &sha[..8]), &lua, &nat, same, keyspace, before, after, ordinary);
+                let case = Case {
+                    body: format!("{} {r:?}", &sha[..8]),
+                    state: format!("{label}/{tat} [{clabel}]"),
+                    same: gcra_match(&lua, &nat),
+                    keyspace: pair.difference(Some(GNAME)),
+                    lua: &lua,
+                    native: &nat,
+                    ordinary,
+                    what,
+                };
+                f.note(case, before, after);
             }
         }
     }
@@ -236,34 +181,6 @@ fn gcra_match(a: &Raw, b: &Raw) -> bool {
         }
         _ => raw_match(a, b, false),
     }
-}
-
-fn report(f: &Findings, took: std::time::Duration) {
-    eprintln!(
-        "{} calls in {:.1} s, {} ran natively; ordinary use: {} of {} native; left to Lua:",
-        f.cases,
-        took.as_secs_f64(),
-        f.native,
-        f.ordinary_native,
-        f.ordinary
-    );
-    for ((body, cause), states) in &f.left {
-        let shown: Vec<&str> = states.iter().take(4).map(String::as_str).collect();
-        let more = if states.len() > 4 { format!(", ... ({} in all)", states.len()) } else { String::new() };
-        eprintln!("  {body}: {cause}: {}{more}", shown.join("; "));
-    }
-    assert!(f.cases > 1_500 || std::env::var_os("RATE_STATES_ONLY").is_some(), "{} calls", f.cases);
-    let mut failures = Vec::new();
-    for (what, list) in [
-        ("calls answered unlike the Lua", &f.differences),
-        ("calls not counted once (natively or under one cause)", &f.miscounted),
-        ("calls of ordinary use left to Lua", &f.not_native_in_ordinary_use),
-    ] {
-        if !list.is_empty() {
-            failures.push(format!("{} {what}:\n  {}", list.len(), list.join("\n  ")));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The current release's bodies run natively on a primary with a replica: the replica ends

@@ -17,6 +17,7 @@ pub mod rate_states;
 pub mod ratelimiter;
 pub mod redisson;
 pub mod redisson_calls;
+pub mod script_findings;
 pub mod sync_calls;
 pub mod sync_pair;
 pub mod sync_states;
