@@ -24,7 +24,8 @@ mod common;
 
 use common::diff::now_ms;
 use common::rate_pair::{shown, RatePair};
-use common::rate_states::{self as st, role, Role};
+use common::rate_calls::{self as rc, role, Role};
+use common::rate_states as st;
 use common::ratelimiter::{self as rl, evalsha};
 use common::redisson::{info, raw_match, Raw};
 use common::script_findings::{counters, Case, Findings, CAUSES};
@@ -48,8 +49,8 @@ fn every_redisson_ratelimiter_body_answers_as_its_lua_on_every_limiter_state() {
     }
     for body in scripts.bodies.iter().filter(|b| picked(&b.sha)) {
         let r = role(&body.sha);
-        for state in st::states().into_iter().filter(|s| st::runs_on(r, *s)) {
-            for c in st::calls(r, state, now_ms()) {
+        for state in st::states().into_iter().filter(|s| rc::runs_on(r, *s)) {
+            for c in rc::calls(r, state, now_ms()) {
                 let resp3s: &[bool] = if state.window == st::Window::Fresh && state.hash == st::Hash::Overall {
                     &[false, true]
                 } else {
@@ -76,7 +77,7 @@ fn every_redisson_ratelimiter_body_answers_as_its_lua_on_every_limiter_state() {
                         keyspace: pair.difference(None),
                         lua: &lua,
                         native: &nat,
-                        ordinary: st::ordinary(state, &c),
+                        ordinary: rc::ordinary(state, &c),
                         what,
                     };
                     f.note(case, before, after);
