@@ -23,8 +23,8 @@
 mod common;
 
 use common::diff::now_ms;
-use common::rate_pair::{shown, RatePair};
 use common::rate_calls::{self as rc, role, Role};
+use common::rate_pair::{shown, RatePair};
 use common::rate_states as st;
 use common::ratelimiter::{self as rl, evalsha};
 use common::redisson::{info, raw_match, Raw};
@@ -274,4 +274,28 @@ fn a_user_denied_a_command_of_the_body_gets_what_lua_gives() {
     let acl = CAUSES.iter().position(|c| *c == "acl").unwrap_or(0);
     assert_eq!(after.1[acl] - before.1[acl], if sees { 1 } else { 2 });
     assert_eq!(after.0 - before.0, u64::from(sees));
+}
+
+/// A client parked with `RATELIMITER.ACQUIRE ... BLOCK` is served by a Redisson body run
+/// natively, as by any write: the release body (3.52+) raises the value, and the waiter gets
+/// the permits it frees, at once (not at the next poll).
+#[test]
+fn a_release_body_run_natively_serves_a_parked_waiter() {
+    let scripts = rl::load();
+    let s = common::Server::start_with(true, &["--lockmod.redisson-scripts", "native"]);
+    let mut c = s.conn();
+    rl::load_on(&mut c, &scripts);
+    common::ok(&mut c, &["RATELIMITER.TRYSETRATE", "r", "OVERALL", "3", "600000"]);
+    assert_eq!(common::ok(&mut c, &["RATELIMITER.ACQUIRE", "r", "3"]), common::Value::Nil);
+    let mut w = s.conn();
+    let waiter = std::thread::spawn(move || common::call(&mut w, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "20000"]));
+    common::parked::wait_blocked(&mut c, 1);
+    let before = counters(&mut c).0;
+    let started = std::time::Instant::now();
+    let release = evalsha(rl::RELEASE, &rl::keys("r", "java-client"), &[b"2".to_vec()]);
+    assert_eq!(rl::run(&mut c, &release), Ok(common::Value::Nil));
+    assert_eq!(counters(&mut c).0, before + 1, "the release body ran natively");
+    assert_eq!(waiter.join().expect("thread"), Ok(common::Value::Nil));
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(common::ok(&mut c, &["GET", "{r}:value"]), common::Value::BulkString(b"0".to_vec()));
 }
