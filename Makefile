@@ -6,7 +6,7 @@ SO := target/release/libredis_lockmod.so
 SO_DEBUG := target/debug/libredis_lockmod.so
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build release run test test-cluster test-python unit integration lint fmt clean bench bench-quick
+.PHONY: help deps build release run test test-cluster test-python test-rust-client unit integration lint fmt clean bench bench-quick
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ run: release ## Build, then run redis-server on PORT (default 6379) with the mod
 # a server that is not installed is reported loudly and skipped; naming it explicitly fails.
 SERVER ?= all
 
-test: build ## Unit tests, then integration, Python client and docs example tests once per server, then Node (SERVER=redis|valkey|all)
+test: build ## Unit tests, then integration, Python and Rust client and docs example tests once per server, then Node (SERVER=redis|valkey|all)
 	$(CARGO) test --lib
 	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
@@ -39,6 +39,7 @@ test: build ## Unit tests, then integration, Python client and docs example test
 	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
 	  SERVER=$$s $(CARGO) test --tests; \
 	  $(MAKE) --no-print-directory test-python SERVER=$$s; \
+	  $(MAKE) --no-print-directory test-rust-client SERVER=$$s; \
 	  $(MAKE) --no-print-directory test-docs SERVER=$$s; \
 	done
 	$(MAKE) --no-print-directory test-node
@@ -58,6 +59,21 @@ test-node: build ## The Node library's tests (clients/node) once per server (SER
 	  fi; \
 	  echo "=== Node library tests on $$s: $$bin"; \
 	  (cd clients/node && SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} node --test --test-timeout=120000 test/*.test.js); \
+	done
+
+# The Rust client crate (clients/rust): its unit tests and its integration tests (real servers:
+# standalone, a Redis Cluster, Sentinel, and one lock shared with Python and Node holders, which
+# need .venv and clients/node's packages) once per server. Its doctests run in test-docs.
+test-rust-client: build python-env clients/node/node_modules/.package-lock.json ## The Rust client crate's tests (clients/rust) once per server (SERVER=redis|valkey|all)
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	for s in $$servers; do \
+	  bin=$$(bash scripts/server-bin.sh $$s); \
+	  if [ -z "$$bin" ]; then \
+	    if [ "$(SERVER)" = all ]; then echo "*** $$s is NOT installed: its Rust client tests did NOT run (scripts/install-deps.sh) ***" >&2; continue; fi; \
+	    echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; \
+	  fi; \
+	  echo "=== Rust client tests on $$s: $$bin"; \
+	  SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} $(CARGO) test -p redis-lockmod-client --lib --tests; \
 	done
 
 test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
@@ -94,7 +110,9 @@ clients/node/node_modules/.package-lock.json: clients/node/package-lock.json
 	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
 
 # Every fenced block of README.md, docs/*.md and clients/*/README.md in Python, JavaScript or
-# redis-cli form, run as written (tests/docs/test_docs.py says how, and the markers it reads).
+# redis-cli form, run as written (tests/docs/test_docs.py says how, and the markers it reads);
+# then the Rust ones (the Rust client's README, its API docs and docs/clients.md's Rust blocks)
+# as the crate's doctests, against the servers scripts/doc-servers.sh starts.
 .PHONY: test-docs
 test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run every documented example as written (tests/docs) on SERVER=redis|valkey (default redis)
 	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
@@ -102,14 +120,18 @@ test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run 
 	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
 	echo "=== documented examples on $$s: $$bin"; \
 	REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
-	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests/docs
+	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests/docs; \
+	echo "=== Rust examples (doctests) on $$s: $$bin"; \
+	REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
+	  bash scripts/doc-servers.sh $(CARGO) test -p redis-lockmod-client --doc -- --test-threads=1
 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib
 
-lint: deps ## cargo fmt --check, clippy -D warnings, and the layering check (scripts/check-layers.py)
+lint: deps ## cargo fmt --check, clippy -D warnings, the Rust client's docs without warnings, and the layering check (scripts/check-layers.py)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p redis-lockmod-client --no-deps --quiet
 	python3 scripts/check-layers.py --self-test
 	python3 scripts/check-layers.py
 

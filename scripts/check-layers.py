@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
-"""The crate's layering rule, checked on its `use` lines (run by `make lint`).
+"""The layering rule of every Rust crate in the house, checked on its `use` lines (`make lint`).
 
-Reads every file of the module tree under src/ (from src/lib.rs, following `mod` lines and
-`#[path]`), collects the crate paths each file names (`use crate::...`, `use super::...`, and
-`crate::x::y` / `super::x` / `alias::x` written inline), resolves each to the file that defines
-the name (through `pub use` re-exports, which import nothing themselves), and fails on:
+Reads every file of a crate's module tree (from src/lib.rs, or src/main.rs for a binary,
+following `mod` lines and `#[path]`), collects the crate paths each file names (`use
+crate::...`, `use super::...`, and `crate::x::y` / `super::x` / `alias::x` written inline),
+resolves each to the file that defines the name (through `pub use` re-exports, which import
+nothing themselves), and fails on:
 
 - a cycle among the top-level modules (`src/<module>/` or `src/<module>.rs`);
 - a circle of files (a file that imports, directly or around, a file that imports it);
-- `ffi` (the ground floor) naming any module of the crate but `core`.
+- `ffi` (the module's ground floor) naming any module of the crate but `core`.
 
-Usage: scripts/check-layers.py [SRC_DIR]     (default: src/ next to this script's parent)
-       scripts/check-layers.py --self-test   (shows it fails on a cycle and on ffi upward)
+Without a SRC_DIR it checks every crate of the workspace: the members of the root
+Cargo.toml's `[workspace]` (the module, `bench/`), and any other crate with a Cargo.toml under
+`clients/` (a Rust client library), so no crate is left out because nobody listed it.
+
+Usage: scripts/check-layers.py [SRC_DIR]      (one crate's src/)
+       scripts/check-layers.py [--root DIR]   (every crate of the workspace at DIR; default:
+                                               this script's parent)
+       scripts/check-layers.py --self-test    (shows it fails on a cycle, on ffi upward, and on
+                                               a circle in a workspace member)
 """
 
 import os
@@ -159,8 +167,14 @@ def inline_scope(stripped):
     return at
 
 
+def crate_root(src):
+    """The file a crate's module tree starts from: lib.rs, else main.rs."""
+    return "lib.rs" if os.path.exists(os.path.join(src, "lib.rs")) else "main.rs"
+
+
 def load_tree(src):
     files = {}
+    root_file = crate_root(src)
 
     def load(rel, modpath):
         f = File(rel, modpath)
@@ -171,7 +185,7 @@ def load_tree(src):
         f.stripped = s
         at = inline_scope(s)
         f.scope = at
-        is_dir_owner = rel == "lib.rs" or os.path.basename(rel) == "mod.rs"
+        is_dir_owner = rel == root_file or os.path.basename(rel) == "mod.rs"
         here = os.path.dirname(rel)
         own_dir = here if is_dir_owner else os.path.join(here, os.path.splitext(os.path.basename(rel))[0])
         for m in re.finditer(r"((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", s):
@@ -199,7 +213,7 @@ def load_tree(src):
                 f.uses.append((segs, alias, public, at(m.start()), m.start(), m.end()))
         return f
 
-    root = load("lib.rs", ())
+    root = load(root_file, ())
     return root, files
 
 
@@ -366,7 +380,7 @@ def top(f):
     return f.modpath[0] if f.modpath else None
 
 
-def check(src, quiet=False):
+def check(src, quiet=False, label="src"):
     files, edges = build_graph(src)
     problems = []
     by_path = {f.path: f for f in files.values()}
@@ -389,7 +403,7 @@ def check(src, quiet=False):
         detail = "; ".join(
             f"{a} -> {b} ({', '.join(sorted(edges[a][b]))})" for a in comp for b in sorted(edges.get(a, {})) if b in comp
         )
-        problems.append(f"file circle: {' '.join('src/' + c for c in comp)}: {detail}")
+        problems.append(f"file circle: {' '.join(label + '/' + c for c in comp)}: {detail}")
     # The ground floor.
     for a, targets in sorted(edges.items()):
         if top(by_path[a]) != GROUND:
@@ -397,16 +411,50 @@ def check(src, quiet=False):
         for b, names in sorted(targets.items()):
             tb = top(by_path[b])
             if tb is not None and tb not in GROUND_MAY_IMPORT:
-                problems.append(f"{GROUND} imports upward: src/{a} -> src/{b} ({', '.join(sorted(names))})")
+                problems.append(f"{GROUND} imports upward: {label}/{a} -> {label}/{b} ({', '.join(sorted(names))})")
     if not quiet:
-        print(f"layers: {len(tops)} top-level modules, {len(files)} files")
+        print(f"layers: {label}: {len(tops)} top-level modules, {len(files)} files")
         for t in tops:
             print(f"  {t:<9} imports {', '.join(sorted(tedges.get(t, {}))) or '-'}")
         if not problems:
-            print("layers: no module cycle, no file circle, ffi imports only core")
+            ground = ", ffi imports only core" if GROUND in tops else ""
+            print(f"layers: {label}: no module cycle, no file circle{ground}")
     for p in problems:
-        print("layers: " + p, file=sys.stderr)
+        print(f"layers: {label}: " + p, file=sys.stderr)
     return not problems
+
+
+def workspace_crates(root):
+    """The crate directories of the workspace at `root`: its `[workspace]` members, and every
+    directory under clients/ with a Cargo.toml."""
+    crates = []
+    manifest = os.path.join(root, "Cargo.toml")
+    with open(manifest, encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"^\[workspace\][^\[]*?members\s*=\s*\[([^\]]*)\]", text, re.M | re.S)
+    members = re.findall(r'"([^"]+)"', m.group(1)) if m else ["."]
+    for member in members:
+        crates.append(os.path.normpath(os.path.join(root, member)))
+    clients = os.path.join(root, "clients")
+    if os.path.isdir(clients):
+        for dirpath, dirnames, filenames in os.walk(clients):
+            dirnames[:] = [d for d in dirnames if d not in ("node_modules", "target", ".venv")]
+            if "Cargo.toml" in filenames:
+                crates.append(os.path.normpath(dirpath))
+    seen, out = set(), []
+    for c in crates:
+        if c not in seen and os.path.isdir(os.path.join(c, "src")):
+            seen.add(c)
+            out.append(c)
+    return out
+
+
+def check_workspace(root):
+    ok = True
+    for crate in workspace_crates(root):
+        label = os.path.relpath(os.path.join(crate, "src"), root)
+        ok = check(os.path.join(crate, "src"), label=label) and ok
+    return ok
 
 
 # -- Self-test ------------------------------------------------------------------------------
@@ -439,25 +487,51 @@ def self_test():
     ]
     ok = True
     me = os.path.abspath(__file__)
+
+    def verdict(name, args, want, needle):
+        """Runs the check with `args`; true if it passed or failed as `want` says, naming `needle`."""
+        r = subprocess.run([sys.executable, me, *args], capture_output=True, text=True)
+        good = (r.returncode == 0) == want and needle in r.stderr
+        print(f"self-test: {'ok  ' if good else 'FAIL'} {name}")
+        if not good:
+            print(r.stdout + r.stderr)
+        return good
+
     for name, change, want, needle in cases:
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(d, "src")
             write_tree(src, {**clean, **change})
-            r = subprocess.run([sys.executable, me, src], capture_output=True, text=True)
-            passed = r.returncode == 0
-            good = passed == want and needle in r.stderr
-            print(f"self-test: {'ok  ' if good else 'FAIL'} {name}")
-            if not good:
-                print(r.stdout + r.stderr)
-                ok = False
+            ok = verdict(name, [src], want, needle) and ok
+    # A workspace: the module, a binary member (bench/, main.rs) and a client crate nobody
+    # listed (clients/rust/); a circle in either member fails the whole check.
+    bench = {"main.rs": "mod a;\nmod b;\nfn main() { a::a() }\n", "a.rs": "pub fn a() {}\n", "b.rs": "pub fn b() {}\n"}
+    client = {"lib.rs": "pub mod c;\npub mod d;\n", "c.rs": "pub fn c() {}\n", "d.rs": "pub fn d() {}\n"}
+    workspace = [
+        ("a clean workspace passes", {}, {}, True, ""),
+        ("a circle of files in a binary member fails", {"a.rs": "pub fn a() { crate::b::b() }\n", "b.rs": "pub fn b() { super::a::a() }\n"}, {}, False, "bench/src: file circle"),
+        ("a circle in a client crate nobody listed fails", {}, {"c.rs": "pub fn c() { crate::d::d() }\n", "d.rs": "pub fn d() { crate::c::c() }\n"}, False, "clients/rust/src: module cycle"),
+    ]
+    for name, bench_change, client_change, want, needle in workspace:
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "Cargo.toml"), "w", encoding="utf-8") as fh:
+                fh.write('[package]\nname = "m"\n\n[workspace]\nmembers = [".", "bench"]\n')
+            write_tree(os.path.join(d, "src"), clean)
+            write_tree(os.path.join(d, "bench", "src"), {**bench, **bench_change})
+            write_tree(os.path.join(d, "clients", "rust", "src"), {**client, **client_change})
+            write_tree(os.path.join(d, "clients", "rust"), {"Cargo.toml": '[package]\nname = "c"\n'})
+            ok = verdict(name, ["--root", d], want, needle) and ok
     return ok
 
 
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return 0 if self_test() else 1
-    src = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    return 0 if check(os.path.normpath(src)) else 1
+    if len(argv) == 3 and argv[1] == "--root":
+        return 0 if check_workspace(os.path.normpath(argv[2])) else 1
+    if len(argv) > 1:
+        return 0 if check(os.path.normpath(argv[1])) else 1
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    return 0 if check_workspace(os.path.normpath(root)) else 1
 
 
 if __name__ == "__main__":

@@ -6,15 +6,8 @@ mod common;
 
 use std::thread;
 
-use common::parked::wait_blocked;
+use common::parked::{spawn_call as park, wait_blocked};
 use common::*;
-
-/// Starts `cmd...` on its own connection (a parked client), returning its reply.
-fn park(s: &Server, cmd: &[&str]) -> thread::JoinHandle<Result<Value, String>> {
-    let mut c = s.conn();
-    let args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
-    thread::spawn(move || call(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>()))
-}
 
 fn info(c: &mut redis::Connection, field: &str) -> i64 {
     let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");

@@ -201,7 +201,7 @@ fn the_writes_fire_the_keyspace_events_of_redissons_commands() {
         (h, "expire"),
         (v, "set"),
         (z, "zadd"),
-        (v, "incrby"),
+        (v, "incrby"), // Redis fires incrby for DECRBY (and DECR)
         (h, "expire"),
         (v, "expire"),
         (z, "expire"),
@@ -209,7 +209,7 @@ fn the_writes_fire_the_keyspace_events_of_redissons_commands() {
         (z, "del"),
         (v, "set"),
         (z, "zadd"),
-        (v, "incrby"),
+        (v, "incrby"), // Redis fires incrby for DECRBY (and DECR)
         (h, "expire"),
         (v, "expire"),
         (z, "expire"),

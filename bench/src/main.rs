@@ -2,13 +2,15 @@
 //!
 //! It starts a `redis-server` with the module and a second one without it, runs the parts
 //! (server cost per call, scaling with N, throughput, contended hand-off, memory, Redisson's own
-//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers, and 11:
-//! GCRA and CL.THROTTLE against redis-cell built in the run), prints the tables on stdout and
-//! progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
+//! scripts run natively, the tax on other traffic, the floor, Redisson's synchronizers, 10:
+//! Redisson's rate limiter, and 11: GCRA and CL.THROTTLE against redis-cell built in the run),
+//! prints the tables on stdout and progress on stderr, and writes `benchmarks.md` plus SVG charts into `--out`. `--only 7,8`
 //! (or `--part 7`) runs some parts alone; the report then has only those.
 //! Every figure it reports is a ratio of two sides measured in alternating chunks of one run.
 
+mod bench;
 mod callgrind;
+mod callgrind_requests;
 mod chart;
 // Redisson's key and channel names: the tests' own copy (independent of the module's
 // src/names.rs), shared so the driver and the tests cannot drift apart.
@@ -16,18 +18,27 @@ mod chart;
 #[allow(dead_code)]
 mod names;
 mod part1;
+mod part10;
+mod part10_blocked;
+mod part10_rates;
 mod part11;
 mod part11_cell;
+mod part12;
 mod part2;
 mod part3;
 mod part4;
 mod part5;
 mod part6;
 mod part7;
+mod part7_instr;
+mod part7_states;
 mod part8;
 mod part9;
 mod part9_handoff;
+mod part9_release;
 mod part9_scaling;
+mod redisson_rate;
+mod redisson_sync;
 mod report;
 mod server;
 mod stats;
@@ -35,81 +46,11 @@ mod workloads;
 
 use std::collections::HashMap;
 
-/// A command line as owned strings.
-pub fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
 use std::path::{Path, PathBuf};
 
+pub use bench::{strs, Bench};
 use report::Report;
 use server::{Res, Server};
-
-/// Everything a part needs: the two servers, the loaded scripts, the report being written.
-pub struct Bench {
-    pub quick: bool,
-    /// The server with the module loaded.
-    pub m: Server,
-    /// The server without it (the Lua reference and the module-free SET NX PX baseline).
-    pub p: Server,
-    pub lua_dir: PathBuf,
-    /// Script file stem -> SHA1, loaded on both servers.
-    pub shas: HashMap<String, String>,
-    pub report: Report,
-    pub out: PathBuf,
-    /// The server binary, for parts that start servers of their own.
-    pub binary: String,
-}
-
-impl Bench {
-    /// The SHA of a Lua reference script, or None (with a loud line) when the file is missing.
-    pub fn sha(&self, stem: &str) -> Option<String> {
-        self.shas.get(stem).cloned()
-    }
-
-    /// Whether the module registers `cmd`.
-    pub fn has(&self, cmd: &str) -> bool {
-        self.m.conn().map(|mut c| server::has_command(&mut c, cmd)).unwrap_or(false)
-    }
-
-    /// Whether a row can run: its command exists and its script does; otherwise it is skipped.
-    pub fn available(&mut self, what: &str, cmd: &str, scripts: &[&str]) -> bool {
-        if !self.has(cmd) {
-            self.report.skip(format!("{what}: the module has no {cmd}"));
-            return false;
-        }
-        for s in scripts {
-            if self.sha(s).is_none() {
-                self.report.skip(format!("{what}: no bench/lua/{s}.lua"));
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Rounds of alternating chunks: more in the full run, one or two in the quick one.
-    pub fn rounds(&self, full: usize) -> usize {
-        if self.quick {
-            2
-        } else {
-            full
-        }
-    }
-
-    /// Chunk sizes and counts: `full` in the full run, `quick` in the quick one.
-    pub fn size(&self, full: usize, quick: usize) -> usize {
-        if self.quick {
-            quick
-        } else {
-            full
-        }
-    }
-}
-
-/// Progress line on stderr.
-#[macro_export]
-macro_rules! progress {
-    ($($t:tt)*) => { eprintln!("bench: {}", format!($($t)*)) };
-}
 
 fn load_scripts(dir: &Path, servers: &[&Server]) -> Res<HashMap<String, String>> {
     let mut shas = HashMap::new();
@@ -143,13 +84,13 @@ fn raise_fd_limit() {
     }
 }
 
+/// One part of the run.
+type Part = fn(&mut Bench) -> Res<()>;
+
 fn usage() -> ! {
     eprintln!("usage: lockmod-bench [--quick] [--only 1,2,...] [--part N] [--out DIR] [--module PATH] [--server BIN]");
     std::process::exit(2)
 }
-
-/// One part of the run.
-type Part = fn(&mut Bench) -> Res<()>;
 
 fn run() -> Res<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -190,8 +131,9 @@ fn run() -> Res<()> {
         Bench { quick, m, p, lua_dir, shas, report: Report::default(), out: out.clone(), binary: binary.clone() };
 
     let started = std::time::Instant::now();
-    // (number, part): numbers are the report's section numbers (10 is the rate limiter's).
-    let parts: [(u32, Part); 10] = [
+    // (number, part): numbers are the report's section numbers (10 is the rate limiter's, 11
+    // GCRA's, 12 the Rust client's).
+    let parts: [(u32, Part); 12] = [
         (1, part1::run),
         (2, part2::run),
         (3, part3::run),
@@ -200,8 +142,10 @@ fn run() -> Res<()> {
         (6, part6::run),
         (7, part7::run),
         (8, part8::run),
-        (9, part9::run),
+        (9, part9_all),
+        (10, part10::run),
         (11, part11::run),
+        (12, part12::run),
     ];
     for (n, part) in parts {
         if only.as_ref().is_none_or(|o| o.contains(&n)) {
@@ -219,6 +163,18 @@ fn run() -> Res<()> {
     std::fs::write(&file, md).map_err(|e| format!("{}: {e}", file.display()))?;
     progress!("wrote {} in {} s", file.display(), started.elapsed().as_secs());
     Ok(())
+}
+
+/// Part 9, Redisson's synchronizers: per call, scaling, hand-off, releasing many ids.
+/// `LOCKMOD_BENCH_9D_ONLY=1 ... --only 9`: releasing many ids alone (about a minute).
+fn part9_all(b: &mut Bench) -> Res<()> {
+    if std::env::var_os("LOCKMOD_BENCH_9D_ONLY").is_some() {
+        return part9_release::run(b);
+    }
+    part9::run(b)?;
+    part9_scaling::run(b)?;
+    part9_handoff::run(b)?;
+    part9_release::run(b)
 }
 
 fn header(b: &Bench, binary: &str, secs: u64) -> Res<String> {

@@ -4,17 +4,12 @@
 //! states, and a second server without the module (the noise floor: plain against plain), in
 //! rotating order; each run reports requests/s and, from `INFO commandstats`, usec per call.
 
-use std::thread::JoinHandle;
-
-#[path = "callgrind_requests.rs"]
-mod callgrind;
-#[path = "part7_instr.rs"]
-mod instr;
-
+use crate::part7_instr as instr;
+use crate::part7_states::{enter, refresh, STATES};
 use crate::report::Table;
 use crate::server::{call_s, command_stat, cpu_seconds, info_f64, redis_benchmark, Res, Server};
 use crate::stats::{num, ratios, Ratio, Summary};
-use crate::{progress, strs, Bench};
+use crate::{progress, Bench};
 
 /// The commands measured: (commandstats name, redis-benchmark command line).
 const COMMANDS: &[(&str, &[&str])] = &[
@@ -28,48 +23,6 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("del", &["DEL", "key:__rand_int__"]),
 ];
 
-/// What runs on the module's server while the traffic is measured.
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum State {
-    Idle,
-    Held,
-    Indexed,
-    Parked,
-    Fair,
-}
-
-/// Every state, in the order measured.
-const STATES: [State; 5] = [State::Idle, State::Held, State::Indexed, State::Parked, State::Fair];
-
-impl State {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            State::Idle => "loaded, idle",
-            State::Held => "100 locks held",
-            State::Indexed => "read holds indexed (8 locks x 100 holds)",
-            State::Parked => "16 clients parked with BLOCK on 8 held locks",
-            State::Fair => "4 fair queues of 50 waiters, 2 parked on each",
-        }
-    }
-}
-
-/// Keeps the state as it was set up between runs: the read-hold index is dropped after 5 s
-/// without a read unlock, so each run on the module's server is preceded by one per lock.
-pub(crate) fn refresh(s: &Server, state: State) -> Res<()> {
-    if state == State::Indexed {
-        let mut c = s.conn()?;
-        for l in 0..8 {
-            let key = format!("tax:rw:{l}");
-            call_s(&mut c, &["RWLOCK.UNLOCK", &key, "reader-1", "READ", "600000"])?;
-            call_s(&mut c, &["RWLOCK.RLOCK", &key, "reader-1", "600000"])?;
-        }
-        if info_f64(&mut c, "lockmod", "lockmod_command_filter")? < 1.0 {
-            return Err("part 7: the read-hold index (and the filter's look at keys) went away".into());
-        }
-    }
-    Ok(())
-}
-
 /// One run: (usec per call, server CPU usec per request, requests/s).
 fn run_one(s: &Server, n: usize, stat: &str, cmd: &[&str]) -> Res<[f64; 3]> {
     let mut c = s.conn()?;
@@ -82,97 +35,6 @@ fn run_one(s: &Server, n: usize, stat: &str, cmd: &[&str]) -> Res<[f64; 3]> {
         return Err(format!("commandstats counted {calls} {stat} calls, {n} were sent"));
     }
     Ok([usec as f64 / calls as f64, cpu * 1e6 / n as f64, rps])
-}
-
-/// Clients parked on the module's server for a state, released (killed) by [`Parked::end`].
-pub(crate) struct Parked {
-    ids: Vec<i64>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Parked {
-    fn park(s: &Server, args: &[String]) -> Res<(i64, JoinHandle<()>)> {
-        let mut c = s.conn()?;
-        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).map_err(|e| e.to_string())?;
-        let args = args.to_vec();
-        Ok((id, std::thread::spawn(move || drop(crate::server::call(&mut c, &args)))))
-    }
-
-    pub(crate) fn end(self, s: &Server) -> Res<()> {
-        let mut c = s.conn()?;
-        for id in &self.ids {
-            let _ = call_s(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
-        }
-        for t in self.threads {
-            let _ = t.join();
-        }
-        call_s(&mut c, &["FLUSHALL"])?;
-        Ok(())
-    }
-}
-
-/// Sets `state` up on the module's server (flushed first).
-pub(crate) fn enter(s: &Server, state: State) -> Res<Parked> {
-    let mut c = s.conn()?;
-    call_s(&mut c, &["FLUSHALL"])?;
-    let mut parked = Parked { ids: vec![], threads: vec![] };
-    let lease = "600000";
-    match state {
-        State::Idle => {}
-        State::Held => {
-            for l in 0..100 {
-                call_s(&mut c, &["LOCK.ACQUIRE", &format!("tax:held:{l}"), "holder", lease])?;
-            }
-        }
-        State::Indexed => {
-            for l in 0..8 {
-                let key = format!("tax:rw:{l}");
-                for o in 0..100 {
-                    call_s(&mut c, &["RWLOCK.RLOCK", &key, &format!("reader-{o}"), lease])?;
-                }
-                call_s(&mut c, &["RWLOCK.UNLOCK", &key, "reader-0", "READ", lease])?;
-            }
-            if info_f64(&mut c, "lockmod", "lockmod_indexed_read_holds")? <= 0.0 {
-                return Err("part 7: the read-hold index was not built".into());
-            }
-        }
-        State::Parked => {
-            for l in 0..8 {
-                let key = format!("tax:lock:{l}");
-                call_s(&mut c, &["LOCK.ACQUIRE", &key, "holder", lease])?;
-                for w in 0..2 {
-                    let (id, t) =
-                        Parked::park(s, &strs(&["LOCK.ACQUIRE", &key, &format!("w{w}"), lease, "BLOCK", "0"]))?;
-                    parked.ids.push(id);
-                    parked.threads.push(t);
-                }
-            }
-        }
-        State::Fair => {
-            for l in 0..4 {
-                let key = format!("tax:fair:{l}");
-                call_s(&mut c, &["FAIRLOCK.ACQUIRE", &key, "holder", lease, lease])?;
-                for w in 0..50 {
-                    call_s(&mut c, &["FAIRLOCK.ACQUIRE", &key, &format!("queued-{w}"), lease, lease])?;
-                }
-                for w in 0..2 {
-                    let args = strs(&["FAIRLOCK.ACQUIRE", &key, &format!("parked-{w}"), lease, lease, "BLOCK", "0"]);
-                    let (id, t) = Parked::park(s, &args)?;
-                    parked.ids.push(id);
-                    parked.threads.push(t);
-                }
-            }
-        }
-    }
-    let want = parked.ids.len() as f64;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while info_f64(&mut c, "clients", "blocked_clients")? < want {
-        if std::time::Instant::now() > deadline {
-            return Err(format!("part 7: {want} clients did not park"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    Ok(parked)
 }
 
 pub fn run(b: &mut Bench) -> Res<()> {

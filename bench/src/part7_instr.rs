@@ -1,13 +1,13 @@
 //! Part 7b, the tax on other traffic in server instructions per command, counted by callgrind
-//! (`super::callgrind`), where the time-based table cannot resolve 2% on shared cores. Three
+//! (`crate::callgrind_requests`), where the time-based table cannot resolve 2% on shared cores. Three
 //! servers run under callgrind: without the module, with it, and a second one without it (the
 //! noise floor). In each state of the module's server, each of the eight commands runs once
 //! over a set of keys to create them (uncounted), then once more, counted, on every server.
 
 use redis::Value;
 
-use super::callgrind;
-use super::{enter, refresh, State, STATES};
+use crate::callgrind_requests as callgrind;
+use crate::part7_states::{enter, refresh, State, STATES};
 use crate::report::Table;
 use crate::server::{call_s, info_f64, pipeline, Res, Server};
 use crate::Bench;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use super::part9::{evalsha, load, sem_channel, RELEASE, TRY_ACQUIRE};
+use crate::redisson_sync::{evalsha, load, sem_channel, RELEASE, TRY_ACQUIRE};
 use crate::report::Table;
 use crate::server::{call, call_s, cpu_seconds, Res, Server};
 use crate::stats::{num, percentile, ratios, Ratio, Summary};

@@ -11,8 +11,8 @@
 
 use redis::Value;
 
-use super::part9::{bulk, evalsha, load, sem_channel, timeouts, NL, P_ACQUIRE, P_AVAILABLE};
 use crate::chart;
+use crate::redisson_sync::{bulk, evalsha, load, sem_channel, timeouts, NL, P_ACQUIRE, P_AVAILABLE};
 use crate::report::Table;
 use crate::server::{call_s, command_stat, info, pipeline, Res};
 use crate::stats::{now_ms, num, ratios, Ratio, Summary};

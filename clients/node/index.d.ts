@@ -200,6 +200,58 @@ export class CountDownLatch {
   await(options?: AwaitOptions): Promise<boolean>;
 }
 
+/** Redisson's RateType: one window for every client, or one per client id. */
+export type RateType = 'OVERALL' | 'PER_CLIENT';
+export const RateType: { readonly OVERALL: 'OVERALL'; readonly PER_CLIENT: 'PER_CLIENT' };
+
+export interface RateLimiterOptions {
+  /** The id of this client's PER_CLIENT window (default: the LockClient's id; a Redisson client's instance id shares its window). */
+  clientId?: string;
+}
+
+export interface RateOptions {
+  /** Ms the limiter's keys live after their last use (at least the interval; default: forever). */
+  keepAlive?: number;
+}
+
+export interface SetRateOptions extends RateOptions {
+  /** Keep the grants in the window (they count against the new rate); default: start afresh. */
+  keepState?: boolean;
+  /** Only if the limiter is set (Redisson's updateRate); resolves false otherwise. */
+  xx?: boolean;
+}
+
+/** The settings in the limiter's hash. */
+export interface RateLimiterConfig {
+  type: RateType;
+  rate: number;
+  /** ms */
+  interval: number;
+  /** ms, 0: none */
+  keepAlive: number;
+}
+
+/** Redisson's RRateLimiter (RATELIMITER.*): at most `rate` permits in any window of `interval` ms. */
+export class RateLimiter {
+  constructor(client: LockClient, name: string, options?: RateLimiterOptions);
+  readonly name: string;
+  readonly clientId: string;
+  /** Sets the rate if the limiter has none yet; true if set. */
+  trySetRate(type: RateType, rate: number, interval: number, options?: RateOptions): Promise<boolean>;
+  /** Sets the rate whatever it was (Redisson's setRate(RateLimiterArgs)); false only with `xx` and no limiter. */
+  setRate(type: RateType, rate: number, interval: number, options?: SetRateOptions): Promise<boolean>;
+  /** True when taken, false when `timeout` ran out; rejects with `signal.reason` on abort (a racing grant is given back). */
+  acquire(options?: SemaphoreAcquireOptions): Promise<boolean>;
+  /** Takes the permits (default 1) if they fit now; never waits. */
+  tryAcquire(permits?: number): Promise<boolean>;
+  /** Gives permits back (default 1); resolves the permits available after it. */
+  release(permits?: number): Promise<number>;
+  /** The permits that fit in the window now (0 to the rate). */
+  availablePermits(): Promise<number>;
+  /** The limiter's settings, or null when it has none. */
+  getConfig(): Promise<RateLimiterConfig | null>;
+}
+
 export class LockClient {
   /** `redis` is only duplicated (the library's connections never resend a command). */
   constructor(redis: Redis | Cluster, options?: LockClientOptions);
@@ -210,6 +262,7 @@ export class LockClient {
   semaphore(name: string): Semaphore;
   permitExpirableSemaphore(name: string, options?: PermitExpirableSemaphoreOptions): PermitExpirableSemaphore;
   countDownLatch(name: string): CountDownLatch;
+  rateLimiter(name: string, options?: RateLimiterOptions): RateLimiter;
   /** The ioredis client this LockClient was made from (duplicated, never used itself). */
   readonly redis: Redis | Cluster;
   /**

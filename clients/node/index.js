@@ -1,11 +1,13 @@
 'use strict';
-// redis-lockmod for Node: Redisson's locks and synchronizers on the redis-lockmod module, over ioredis.
+// redis-lockmod for Node: Redisson's locks, synchronizers and rate limiter on the redis-lockmod
+// module, over ioredis.
 // docs/clients.md in the repository is the guide; index.d.ts the reference. Every export is
 // a plain name in the object below, so that ESM `import { ... }` finds them (cjs-module-lexer).
 
 const { LockClient } = require('./lib/client');
 const { Lock, FairLock, ReadWriteLock, ReadLock, WriteLock } = require('./lib/locks');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch } = require('./lib/synchronizers');
+const { RateLimiter, RateType } = require('./lib/ratelimiter');
 const { using } = require('./lib/using');
 const {
   LockError,
@@ -28,6 +30,8 @@ module.exports = {
   Semaphore,
   PermitExpirableSemaphore,
   CountDownLatch,
+  RateLimiter,
+  RateType,
   using,
   LockError,
   LockNotHeldError,

@@ -88,14 +88,17 @@ pub fn acquire_sync(ctx: &Ctx, args: &Args, key: &[u8], req: Request<&[u8]>, blo
 }
 
 /// Whether a new semaphore acquire on `key` must leave the permits to clients parked on it
-/// (strict FIFO). A change not served yet (someone else's `INCRBY` the poll has not seen) is
-/// served first, so the parked clients have what it freed before the newcomer looks.
+/// (strict FIFO among the semaphores' waiters: a latch's waiter parked on the same name takes
+/// no permit, so it is not ahead). A change not served yet (someone else's `INCRBY` the poll
+/// has not seen) is served first, so the parked clients have what it freed before the newcomer
+/// looks.
 fn queued_ahead<O>(ctx: &Ctx, key: &[u8], req: &Request<O>) -> bool {
     if matches!(req, Request::Latch) || nobody_parked() {
         return false;
     }
     let id = (ctx.selected_db(), key.to_vec());
-    let parked = || with(|r| r.locks.get(&id).is_some_and(|q| !q.is_empty())).unwrap_or(false);
+    let line = req.line();
+    let parked = || with(|r| r.locks.get(&id).is_some_and(|q| q.lines().contains(&line))).unwrap_or(false);
     if !parked() {
         return false;
     }

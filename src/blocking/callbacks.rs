@@ -1,6 +1,7 @@
 //! What Redis calls the wake-up path for, and its registration: the ways out of parking other
-//! than a grant (a client's time running out, a disconnect or `CLIENT UNBLOCK`), and the
-//! events that touch every parked client (FLUSHALL/SWAPDB, this server becoming a replica).
+//! than a grant (a client's time running out, a disconnect or `CLIENT UNBLOCK`), a grant whose
+//! reply never reached its client (`answer`), and the events that touch every parked client
+//! (FLUSHALL/SWAPDB, this server becoming a replica).
 //!
 //! The callbacks are this module's own: [`register`] (at load) and [`Parked`] (named when a
 //! client parks) hand them to the thin wrappers under `crate::ffi`, which call them without
@@ -12,11 +13,13 @@ use crate::effects::RedisStore;
 use crate::ffi::blocked::BlockCallbacks;
 use crate::ffi::{Args, Ctx};
 
+use super::answer::{self, answer, Undelivered};
 use super::changes::changed;
+use super::give_back;
 use super::registry::with;
 use super::request::{attempt_for_waiter, timeout_reply, Attempt};
 use super::serve::{arm_expiry, queue};
-use super::waiter::LockId;
+use super::waiter::{LockId, Parked};
 use super::waiters::{self, Waiters};
 use super::{fair_waiters, paused, priority};
 use crate::effects::ServedBy;
@@ -27,16 +30,23 @@ pub fn register() {
     crate::effects::served::on_change(changed);
 }
 
-/// What a parked client's timeout and disconnect do (`Ctx::block_client::<Parked>`).
-pub struct Parked;
-
+/// What a parked client's timeout and disconnect, and the loss of its grant's reply, do
+/// (`Ctx::block_client::<Parked>`).
 impl BlockCallbacks for Parked {
+    type Undelivered = Undelivered;
+
     fn on_timeout(ctx: &Ctx) -> Reply {
         on_timeout(ctx)
     }
 
     fn on_disconnect(ctx: &Ctx, bc: usize) {
         on_disconnect(ctx, bc)
+    }
+
+    /// The client was unblocked with an error, or went away, after its grant and before Redis
+    /// wrote the reply: it holds nothing, so the grant goes back.
+    fn on_undelivered(ctx: &Ctx, what: Undelivered) {
+        give_back::later(ctx, what);
     }
 }
 
@@ -54,6 +64,12 @@ pub fn on_flush(ctx: &Ctx) {
 /// the refusal computed by reads alone (`paused::refusal`).
 fn on_timeout(ctx: &Ctx) -> Reply {
     let client = ctx.client_id();
+    // Answered already, its answer not yet handed to Redis (`answer`): the grant is what the
+    // command would reply now, and the client holds it.
+    if let Some(a) = answer::take_by_client(client) {
+        a.bc.unblock(None);
+        return a.reply;
+    }
     let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
     if let Some(reply) = timeout_reply(ctx, &w.req, &w.who) {
@@ -97,6 +113,16 @@ fn on_timeout(ctx: &Ctx) -> Reply {
 
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 fn on_disconnect(ctx: &Ctx, bc: usize) {
+    // Answered already, its answer not yet handed to Redis (`answer`): the client was told an
+    // error, or is gone, so its grant goes back (counted as given back, not as a parked client
+    // leaving: as on a server where the answer went to Redis at once).
+    if let Some(a) = answer::take_by_handle(bc) {
+        a.bc.unblock(None);
+        if let Some(what) = a.give_back {
+            give_back::later(ctx, what);
+        }
+        return;
+    }
     // Found through the index in O(log n): a pool of thousands disconnecting at once must not
     // search every queue for each client.
     if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
@@ -132,7 +158,7 @@ pub fn on_demoted(ctx: &Ctx) {
     for id in all {
         while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {
             stats::DISCONNECTS.inc();
-            w.bc.unblock(Some(Reply::Error(DEMOTED.into())));
+            answer(ctx, w, Reply::Error(DEMOTED.into()), None);
         }
         arm_expiry(ctx, &id);
     }

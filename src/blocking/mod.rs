@@ -24,30 +24,39 @@
 //! [`paused::gate`]: while writes are paused it waits, in `pending` and the cancel list,
 //! until they resume (`paused`).
 //!
-//! Invariant: a waiter is in the registry if and only if its `BlockedClient` has not been
-//! released; every path out (grant, timeout, disconnect, CLIENT UNBLOCK) releases it once.
+//! A grant counts once its reply reached the client (`answer`): every acquire gets exactly one
+//! reply, and a grant whose reply Redis drops (the client unblocked with an error, killed or
+//! gone between the grant and the reply) is given back as a release would (`give_back`).
+//!
+//! Invariant: a waiter is in the registry if and only if it has not been answered; its
+//! `BlockedClient` is released exactly once, by whichever path takes it out (grant, timeout,
+//! disconnect, CLIENT UNBLOCK), or, on Redis 7.0, by `answer` before Redis next sleeps.
 //!
 //! Files, from the top: `acquire` (an acquire command's way through), `park` (parking a
-//! client), `callbacks` (timeouts, disconnects, flushes, demotion), `changes` (noticing
-//! changes reported by name), `timers` (what a timer does when it fires), `fair_waiters`
-//! (keeping parked fair waiters' places), `serve` (granting, the expiry and pending timers),
-//! `poll` (noticing changes nothing reports), `windows` (a rate limiter's next grant
-//! leaving its window), `priority`, `fair_queue`, `paused`, `request`
-//! (what a client asks, one try at it), `registry` (who is parked where), `waiters`, `waiter`
-//! (the types). No file imports one above it.
+//! client), `callbacks` (timeouts, disconnects, lost answers, flushes, demotion), `changes`
+//! (noticing changes reported by name), `timers` (what a timer does when it fires),
+//! `give_back` (releasing a grant whose reply was lost), `fair_waiters` (keeping parked fair
+//! waiters' places), `serve` (granting, the expiry and pending timers), `answer` (answering a
+//! parked client), `poll` (noticing changes nothing reports), `windows` (a rate limiter's next
+//! grant leaving its window), `priority`, `fair_queue`, `paused`, `request` (what a client asks,
+//! one try at it), `registry` (who is parked where), `waiters`, `waiter` (the types). No file
+//! imports one above it.
 //!
 //! May import: effects, acl, ffi, core. Imported by redisson, commands, server.
 
 mod acquire;
+mod answer;
 mod callbacks;
 mod changes;
 mod fair_queue;
 mod fair_waiters;
+mod give_back;
 mod park;
 mod paused;
 pub mod poll;
 mod priority;
 pub mod reclaim;
+pub mod reclaim_find;
 mod registry;
 mod request;
 mod serve;

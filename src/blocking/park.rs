@@ -1,11 +1,10 @@
 //! Parking a client: it waits in the registry, with its expiry timer, its lock polled and, for
 //! a fair waiter, its queue place kept alive, until a grant, its timeout or its disconnect.
 
-use super::callbacks::Parked;
 use super::registry::{watch_lock, with};
 use super::request::Request;
 use super::serve::arm_expiry;
-use super::waiter::Waiter;
+use super::waiter::{Parked, Waiter};
 use super::{fair_waiters, poll, priority};
 use crate::acl::Access;
 use crate::core::{LockError, Reply, Result};

@@ -71,6 +71,8 @@ pub fn arm(ctx: &Ctx, id: &LockId) {
         ctx.stop_timer(t);
     }
     let Some(at) = next else { return };
+    // Leases are in use here: the command filter looks at others' `ZADD`s from now on.
+    crate::ffi::filter::set_leases_seen();
     if with(|r| r.timers.contains_key(id)).unwrap_or(true) {
         return;
     }

@@ -40,11 +40,38 @@ pub enum Request<O = Vec<u8>> {
     RateLimit { name: O, client: Option<O>, permits: i64, now: Option<i64> },
 }
 
+/// The line a parked client waits in on its name: FIFO holds within a line, never across, as
+/// each line is served by its own rule. A latch's waiters see the count reach 0, a semaphore's
+/// take permits from it: a semaphore waiter that cannot have its permits must not hold back a
+/// latch waiter on the same name (nor the reverse), while the semaphores' waiters (both kinds
+/// take from one counter) keep their strict FIFO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The locks, by their own order (`serve`: arrival, the fair queue, readers together).
+    Lock,
+    /// `SEMAPHORE.ACQUIRE` and `PSEMAPHORE.ACQUIRE`; `RATELIMITER.ACQUIRE` (on its own value key,
+    /// so never beside the others), strict FIFO too.
+    Permits,
+    /// `COUNTDOWN.AWAIT`.
+    Latch,
+}
+
 /// The result of one acquire attempt: granted (with the acquire's reply) or not yet (with the
 /// reply the non-blocking command would give now).
 pub enum Attempt {
     Granted(Reply),
     Refused(Reply),
+}
+
+impl<O> Request<O> {
+    /// The line this request waits in when parked.
+    pub fn line(&self) -> Line {
+        match self {
+            Request::Semaphore { .. } | Request::Permits { .. } | Request::RateLimit { .. } => Line::Permits,
+            Request::Latch => Line::Latch,
+            _ => Line::Lock,
+        }
+    }
 }
 
 impl<O: AsRef<[u8]>> Request<O> {

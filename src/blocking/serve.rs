@@ -9,11 +9,13 @@ use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, KeyKind};
 
+use super::answer::{answer, GiveBack};
 use super::registry::unwatch_lock;
 use super::registry::with;
-use super::request::{attempt_for_waiter, Attempt, Request};
+use super::request::{attempt_for_waiter, Attempt, Line, Request};
 use super::waiter::TimerData;
 use super::waiter::{LockId, Waiter};
+use super::waiters::Waiters;
 use super::{fair_queue, paused, poll, priority};
 use crate::core::rwlock::Writers;
 use crate::effects::ServedBy;
@@ -45,14 +47,41 @@ pub fn serve_now(ctx: &Ctx) {
     }
 }
 
-/// Grants `id` to its parked clients, in order, while they can have it. For a fair lock the
-/// queue, not the order of parking, decides who is first (Redisson clients queue too, and a
-/// parked waiter may have lost its place): when the first parked waiter is refused, the parked
-/// waiter at the head of the queue, if any, is tried too. At most two attempts per grant.
+/// Grants `id` to its parked clients, line by line (`Request::line`: the locks, the
+/// semaphores' permits, the latch), each line in its own order while its first can have what it
+/// asks: a waiter that cannot never holds back one of another line. A grant in one line can
+/// open another (permits taken down to 0 open a latch of the same name), so while there are
+/// two lines or more, they are served again until none moves.
 pub(super) fn serve(ctx: &Ctx, id: &LockId) {
+    loop {
+        let lines = with(|r| r.locks.get(id).map(Waiters::lines)).flatten().unwrap_or_default();
+        let mut moved = false;
+        for &line in &lines {
+            moved |= serve_line(ctx, id, line);
+        }
+        if !moved || lines.len() < 2 {
+            break;
+        }
+    }
+    // Served as the keyspace is now: a change reported meanwhile (the grants' own writes
+    // included) needs no second pass from the pending timer.
+    with(|r| r.pending.retain(|p| p != id));
+    arm_expiry(ctx, id);
+}
+
+/// Grants `id` to its parked clients of `line`, in order, while they can have it; true if any
+/// was answered. For a fair lock the queue, not the order of parking, decides who is first
+/// (Redisson clients queue too, and a parked waiter may have lost its place): when the first
+/// parked waiter is refused, the parked waiter at the head of the queue, if any, is tried too.
+/// At most two attempts per grant.
+fn serve_line(ctx: &Ctx, id: &LockId, line: Line) -> bool {
     let who_and_req = |w: &Waiter| (w.req.clone(), w.who.clone());
-    while let Some((front, who)) = with(|r| r.locks.get(id).and_then(|q| q.front()).map(who_and_req)).flatten() {
-        if try_grant(ctx, id, 0, &front, &who) {
+    let mut moved = false;
+    while let Some((i, (front, who))) =
+        with(|r| r.locks.get(id).and_then(|q| q.first_in(line)).map(|(i, w)| (i, who_and_req(w)))).flatten()
+    {
+        if try_grant(ctx, id, i, &front, &who) {
+            moved = true;
             continue;
         }
         // A reentrant acquire is refused while a fair waiter is first in line: that waiter,
@@ -71,22 +100,20 @@ pub(super) fn serve(ctx: &Ctx, id: &LockId) {
         })
         .flatten();
         match at_head {
-            Some(i) if i > 0 => {
-                let Some((req, who)) = with(|r| r.locks.get(id).and_then(|q| q.get(i)).map(who_and_req)).flatten()
+            Some(j) if j != i => {
+                let Some((req, who)) = with(|r| r.locks.get(id).and_then(|q| q.get(j)).map(who_and_req)).flatten()
                 else {
                     break;
                 };
-                if !try_grant(ctx, id, i, &req, &who) {
+                if !try_grant(ctx, id, j, &req, &who) {
                     break;
                 }
+                moved = true;
             }
             _ => break,
         }
     }
-    // Served as the keyspace is now: a change reported meanwhile (the grants' own writes
-    // included) needs no second pass from the pending timer.
-    with(|r| r.pending.retain(|p| p != id));
-    arm_expiry(ctx, id);
+    moved
 }
 
 /// Runs the acquire of the `i`-th parked waiter of `id`; if it is granted (or fails), answers
@@ -97,12 +124,15 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
     // Served in arrival order: a parked reader ahead of a parked writer goes first.
     let outcome = attempt_for_waiter(&mut store, &id.1, req, Writers::None);
     drop(store);
-    let reply = match outcome {
+    let (reply, give_back) = match outcome {
         Ok(Attempt::Refused(_)) => return false,
-        Ok(Attempt::Granted(reply)) => reply,
+        Ok(Attempt::Granted(reply)) => {
+            let give_back = GiveBack::of(req, &reply).map(|g| (id.clone(), g));
+            (reply, give_back)
+        }
         // The key changed type under the waiter, or its user lost a permission: it gets the
         // error the command would give.
-        Err(e) => Reply::Error(e.to_string()),
+        Err(e) => (Reply::Error(e.to_string()), None),
     };
     if matches!(req, Request::Permits { .. }) {
         // The new permits' leases: the reclaim timer is due no later than the first to end.
@@ -116,7 +146,7 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
         if matches!(req, Request::RateLimit { .. }) {
             stats::RATE_HANDOFFS.inc();
         }
-        w.bc.unblock(Some(reply));
+        answer(ctx, w, reply, give_back);
     }
     true
 }

@@ -8,7 +8,7 @@ use std::ffi::CStr;
 use super::registry::with;
 use super::serve::serve;
 use super::waiter::{LockId, TimerData};
-use super::{fair_waiters, poll, reclaim};
+use super::{fair_waiters, give_back, poll, reclaim, reclaim_find};
 use crate::ffi::timers::Timer;
 use crate::ffi::Ctx;
 
@@ -18,7 +18,8 @@ impl Timer for TimerData {
             TimerData::FairCancels => c"lockmod-fair-cancels",
             TimerData::FairTick => c"lockmod-fair-tick",
             TimerData::Poll => c"lockmod-poll",
-            TimerData::Reclaim { .. } => c"lockmod-reclaim",
+            TimerData::Reclaim { .. } | TimerData::ReclaimFind => c"lockmod-reclaim",
+            TimerData::GiveBack => c"lockmod-give-back",
             _ => c"lockmod-timer",
         }
     }
@@ -52,6 +53,8 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::Poll => poll::fired(),
         TimerData::Resume => paused::polled(),
         TimerData::Reclaim { db, key } => reclaim::fired(&(*db, key.clone())),
+        TimerData::ReclaimFind => reclaim_find::fired(),
+        TimerData::GiveBack => give_back::fired(),
     }
     match paused::gate(ctx) {
         Gate::Open => {}
@@ -61,6 +64,8 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
             fair_waiters::forget_cancels();
             poll::clear();
             reclaim::clear();
+            reclaim_find::clear();
+            give_back::clear();
             return;
         }
     }
@@ -70,13 +75,17 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::FairCancels => fair_waiters::run_cancels(ctx),
         TimerData::Poll => poll::tick(ctx, serve),
         TimerData::Reclaim { .. } => reclaim::run_due(ctx, serve),
+        TimerData::ReclaimFind => reclaim_find::tick(ctx),
+        TimerData::GiveBack => give_back::run(ctx),
         // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
         // and serving its lock would purge it.
         TimerData::Resume => {
             fair_waiters::tick_now(ctx);
             fair_waiters::run_cancels(ctx);
+            give_back::run(ctx);
             serve_pending(ctx);
             reclaim::run_due(ctx, serve);
+            reclaim_find::resume(ctx);
             poll::resume(ctx);
         }
     }

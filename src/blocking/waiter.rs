@@ -14,9 +14,15 @@ pub(super) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::Rand
 /// A lock: its database and key.
 pub(super) type LockId = (i32, Vec<u8>);
 
+/// The blocked-client callbacks of a parked client (`super::callbacks` says what they do).
+pub struct Parked;
+
+/// A parked client's handle.
+pub(super) type Handle = BlockedClient<Parked>;
+
 pub(super) struct Waiter {
     pub(super) client: u64,
-    pub(super) bc: BlockedClient,
+    pub(super) bc: Handle,
     pub(super) req: Request,
     /// The user it ran as: its grant is checked against that user's ACL.
     pub(super) who: Who,
@@ -43,4 +49,8 @@ pub enum TimerData {
     Resume,
     /// The earliest lease of an expirable semaphore's permits ends now (`reclaim`).
     Reclaim { db: i32, key: Vec<u8> },
+    /// Look for leases the module did not write (`reclaim_find`).
+    ReclaimFind,
+    /// Give back the grants whose answers never reached their clients (`give_back`).
+    GiveBack,
 }

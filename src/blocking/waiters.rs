@@ -14,13 +14,28 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
+use super::request::Line;
 use super::waiter::Map;
 use super::waiter::{LockId, Waiter};
 
-/// The parked clients of one lock, first parked first.
+/// The parked clients of one lock, first parked first, and how many wait in each line.
 #[derive(Default)]
 pub struct Waiters {
     by_seq: BTreeMap<u64, Waiter>,
+    /// Waiters per [`Line`] (by its index in [`LINES`]): which lines to serve, without a walk.
+    per_line: [usize; 3],
+}
+
+/// Every line, in the order `serve` serves them: the permits taken before a latch looks at the
+/// count they leave.
+pub const LINES: [Line; 3] = [Line::Lock, Line::Permits, Line::Latch];
+
+fn line_index(w: &Waiter) -> usize {
+    match w.req.line() {
+        Line::Lock => 0,
+        Line::Permits => 1,
+        Line::Latch => 2,
+    }
 }
 
 /// Where a parked client waits.
@@ -61,7 +76,19 @@ impl Waiters {
             i.by_handle.insert(w.bc.id(), Place { lock: lock.clone(), seq });
             i.by_client.insert(w.client, w.bc.id());
         });
+        self.per_line[line_index(&w)] += 1;
         self.by_seq.insert(seq, w);
+    }
+
+    /// The lines with waiters, in [`LINES`] order.
+    pub fn lines(&self) -> Vec<Line> {
+        LINES.iter().zip(self.per_line).filter(|(_, n)| *n > 0).map(|(l, _)| *l).collect()
+    }
+
+    /// The first waiter in `line` and its place in arrival order: the front when every waiter
+    /// is in one line (the usual case), else found by a walk up to it.
+    pub fn first_in(&self, line: Line) -> Option<(usize, &Waiter)> {
+        self.by_seq.values().enumerate().find(|(_, w)| w.req.line() == line)
     }
 
     pub fn len(&self) -> usize {
@@ -70,10 +97,6 @@ impl Waiters {
 
     pub fn is_empty(&self) -> bool {
         self.by_seq.is_empty()
-    }
-
-    pub fn front(&self) -> Option<&Waiter> {
-        self.by_seq.values().next()
     }
 
     /// The `i`-th waiter in arrival order: O(i).
@@ -93,14 +116,21 @@ impl Waiters {
 
     pub fn pop_front(&mut self) -> Option<Waiter> {
         let (_, w) = self.by_seq.pop_first()?;
-        forget(&w);
+        self.left(&w);
         Some(w)
     }
 
     fn remove_seq(&mut self, seq: u64) -> Option<Waiter> {
         let w = self.by_seq.remove(&seq)?;
-        forget(&w);
+        self.left(&w);
         Some(w)
+    }
+
+    /// `w` is out of this queue: out of the index and of its line's count.
+    fn left(&mut self, w: &Waiter) {
+        forget(w);
+        let n = &mut self.per_line[line_index(w)];
+        *n = n.saturating_sub(1);
     }
 }
 
@@ -134,6 +164,31 @@ mod tests {
         Waiter { client: n, bc: BlockedClient::fake(1000 + n as usize), req, who: crate::acl::Who::Root, since: 0 }
     }
 
+    fn sync_waiter(n: u64, req: Request) -> Waiter {
+        Waiter { client: n, bc: BlockedClient::fake(2000 + n as usize), req, who: crate::acl::Who::Root, since: 0 }
+    }
+
+    #[test]
+    fn each_line_is_counted_and_its_first_waiter_found_whatever_waits_ahead_of_it() {
+        let id: LockId = (0, b"c".to_vec());
+        let mut q = Waiters::default();
+        q.push_back(&id, sync_waiter(1, Request::Semaphore { permits: 5 }));
+        q.push_back(&id, sync_waiter(2, Request::Latch));
+        q.push_back(&id, sync_waiter(3, Request::Permits { permits: 1, lease: 0 }));
+        assert_eq!(q.lines(), [Line::Permits, Line::Latch]);
+        assert_eq!(q.first_in(Line::Permits).map(|(i, w)| (i, w.client)), Some((0, 1)));
+        assert_eq!(q.first_in(Line::Latch).map(|(i, w)| (i, w.client)), Some((1, 2)));
+        assert!(q.first_in(Line::Lock).is_none());
+        assert_eq!(q.remove(1).map(|w| w.client), Some(2), "the latch's waiter served");
+        assert_eq!(q.lines(), [Line::Permits]);
+        assert_eq!(q.pop_front().map(|w| w.client), Some(1));
+        assert_eq!(q.first_in(Line::Permits).map(|(i, w)| (i, w.client)), Some((0, 3)));
+        let mut locks: Map<LockId, Waiters> = Map::default();
+        locks.insert(id.clone(), q);
+        assert_eq!(take_by_client(&mut locks, 3).map(|(_, w)| w.client), Some(3));
+        assert!(locks[&id].lines().is_empty(), "every way out keeps the counts");
+    }
+
     fn clients(q: &Waiters) -> Vec<u64> {
         q.iter().map(|w| w.client).collect()
     }
@@ -161,7 +216,7 @@ mod tests {
         assert_eq!(locks.get_mut(&a).and_then(Waiters::pop_front).map(|w| w.client), Some(1));
         assert_eq!(clients(&locks[&a]), [4, 5]);
         assert_eq!(clients(&locks[&b]), [6, 8]);
-        assert_eq!(locks[&a].front().map(|w| w.client), Some(4));
+        assert_eq!(locks[&a].iter().next().map(|w| w.client), Some(4));
         assert_eq!(indexed(), 4);
         for q in locks.values_mut() {
             while q.pop_front().is_some() {}

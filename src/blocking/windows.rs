@@ -15,7 +15,7 @@ use crate::ffi::{Args, Ctx};
 /// The limiter and client id of the rate limiter waiter first in `id`'s queue, if it is one.
 fn front(id: &LockId) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     with(|r| {
-        r.locks.get(id).and_then(|q| q.front()).and_then(|w| match &w.req {
+        r.locks.get(id).and_then(|q| q.iter().next()).and_then(|w| match &w.req {
             Request::RateLimit { name, client, .. } => Some((name.clone(), client.clone())),
             _ => None,
         })

@@ -97,6 +97,19 @@ pub fn next_expiry<S: SyncStore>(s: &mut S, key: &[u8]) -> Result<Option<i64>> {
     Ok(first.first().map(|(_, t)| *t).filter(|t| *t < NO_LEASE as f64).map(|t| t.ceil() as i64))
 }
 
+/// Whether `name` looks like an expirable semaphore with a permit leased: its count is an
+/// integer, and its earliest lease (a score from 0 below [`NO_LEASE`]) is held by an id of
+/// [`ID_LEN`] bytes, as the module and Redisson write them. Asked of a name found by its lease
+/// zset alone (a keyspace walk, someone else's `ZADD`) before the module reclaims into it: a
+/// pair of keys that merely share the layout's names is left alone.
+pub fn has_leases<S: SyncStore>(s: &mut S, name: &[u8]) -> bool {
+    if !matches!(s.get_int(name), Ok(Some(_))) {
+        return false;
+    }
+    let first = s.zset_range_by_score(&permit_timeouts(name), 0.0, NO_LEASE as f64, Some(1));
+    matches!(first.as_deref(), Ok([(id, t)]) if id.len() == ID_LEN && *t < NO_LEASE as f64)
+}
+
 /// What an acquire did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Acquire {

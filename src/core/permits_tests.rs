@@ -331,3 +331,23 @@ fn a_lease_zset_of_another_type_is_wrongtype_before_anything_is_written() {
     assert_eq!(set_permits(&mut s, K, 1), Err(LockError::WrongType));
     assert_eq!(s.string("ps").as_deref(), Some("3"));
 }
+
+#[test]
+fn a_semaphore_found_by_its_lease_zset_is_one_only_with_a_count_and_a_leased_permit_id() {
+    let mut s = with(2, &[(1, NOW + 500)]);
+    assert!(has_leases(&mut s, K));
+    // No lease: nothing to reclaim, nothing to arm for.
+    let mut s = with(2, &[(1, NO_LEASE)]);
+    assert!(!has_leases(&mut s, K));
+    // No count, or not an integer: not a semaphore (the module writes nothing into it).
+    let mut s = with(2, &[(1, NOW + 500)]);
+    s.set(K, b"x");
+    assert!(!has_leases(&mut s, K));
+    let mut s = MemoryStore::at(NOW);
+    s.zset_add(Z.as_bytes(), &id(1), (NOW + 500) as f64);
+    assert!(!has_leases(&mut s, K));
+    // Members that are no permit id: someone else's zset with the layout's names.
+    let mut s = with(2, &[]);
+    s.zset_add(Z.as_bytes(), b"job-42", (NOW + 500) as f64);
+    assert!(!has_leases(&mut s, K));
+}

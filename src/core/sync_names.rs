@@ -50,6 +50,24 @@ fn with_client(mut key: Vec<u8>, client: Option<&[u8]>) -> Vec<u8> {
     key
 }
 
+/// The names whose expirable semaphore keeps its leases in `zset`: the inverse of
+/// [`permit_timeouts`]. `{x}:timeout` is the zset of `x` and of `{x}` alike (Redisson names
+/// both so), `a{b}:timeout` that of `a{b}` only, and a name that ends otherwise, or is
+/// unbraced without a `{`, is nobody's.
+pub fn names_of_permit_timeouts(zset: &[u8]) -> Vec<Vec<u8>> {
+    let Some(base) = zset.strip_suffix(b":timeout") else { return Vec::new() };
+    let mut names = Vec::new();
+    if let Some(inner) = base.strip_prefix(b"{").and_then(|b| b.strip_suffix(b"}")) {
+        if !inner.contains(&b'{') {
+            names.push(inner.to_vec());
+        }
+    }
+    if base.contains(&b'{') {
+        names.push(base.to_vec());
+    }
+    names
+}
+
 /// `redisson_countdownlatch__channel__{name}`: the latch's channel, braced whatever the name.
 pub fn latch_channel(name: &[u8]) -> Vec<u8> {
     latch_channel_buf(name).to_vec()
@@ -77,6 +95,31 @@ mod tests {
                                            "{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}:timeout",
                                                                 "redisson_countdownlatch__channel__{a-name-long-enough-to-spill-the-stack-buffer-of-one-hundred-and-twenty-eight-bytes-0123456789-0123456789-0123456789}"),
     ];
+
+    #[rustfmt::skip]
+    const OWNERS: &[(&str, &[&str])] = &[
+        // zset,                 the names whose leases it holds
+        ("{s}:timeout",          &["s", "{s}"]),
+        ("a{b}c:timeout",        &["a{b}c"]),
+        ("{}:timeout",           &["", "{}"]),
+        ("{a}b}:timeout",        &["a}b", "{a}b}"]),
+        ("{{s}}:timeout",        &["{{s}}"]),
+        ("s:timeout",            &[]),
+        ("{s}:timeouts",         &[]),
+        (":timeout",             &[]),
+    ];
+
+    #[test]
+    fn a_lease_zset_names_the_semaphores_whose_it_may_be() {
+        for (zset, names) in OWNERS {
+            let got = names_of_permit_timeouts(zset.as_bytes());
+            let want: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
+            assert_eq!(got, want, "{zset}");
+            for n in &got {
+                assert_eq!(permit_timeouts(n), zset.as_bytes(), "{zset}: the inverse of permit_timeouts");
+            }
+        }
+    }
 
     #[test]
     fn rate_limiter_names_follow_redissons_rules() {

@@ -1,6 +1,7 @@
 //! [`SyncStore`] on [`RedisStore`]: the synchronizers' string counters and score ranges, each
 //! write as the key API call, the keyspace event and the replicated command of the Redis
-//! command it stands for (`SET`, `INCRBY`, `DECRBY`), as Redisson's Lua would make them.
+//! command it stands for (`SET`, `INCRBY`, `DECRBY`: the last two fire `incrby`, as in Redis),
+//! as Redisson's Lua would make them.
 //!
 //! `INCRBY` and `DECRBY` are deterministic on the state they find, so they are replicated as
 //! they are; the key keeps its TTL (its string is rewritten in place, as Redis' `INCRBY` never
@@ -28,7 +29,8 @@ impl RedisStore<'_> {
         if !k.key.string_overwrite(digits) {
             k.key.string_set(self.ctx.string(digits).as_ref());
         }
-        // Redis fires `incrby` for `DECRBY` too (`incrDecrCommand`), whatever the sign.
+        // Redis fires `incrby` for all four of `INCR`, `INCRBY`, `DECR` and `DECRBY` (one
+        // function serves them): so do Redisson's Lua and a replica replaying `DECRBY`.
         let cmd = if decr { c"DECRBY" } else { c"INCRBY" };
         self.effect(STRING, c"incrby", k.name.raw(), cmd, &[Arg::S(k.name.raw()), Arg::I(step)]);
         Ok(next)

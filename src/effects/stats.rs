@@ -53,6 +53,9 @@ pub static HANDOFFS: Counter = Counter::new();
 pub static TIMEOUTS: Counter = Counter::new();
 /// Parked clients that disconnected (or were unblocked with an error).
 pub static DISCONNECTS: Counter = Counter::new();
+/// Grants to parked clients given back because their reply never reached the client (it was
+/// unblocked with an error, or went away, after the grant and before its reply).
+pub static GIVEN_BACK: Counter = Counter::new();
 /// Locks granted by the module whose lease ran out while still held.
 pub static EXPIRED_HELD: Counter = Counter::new();
 /// Times a change armed the 0 ms timer that serves locks with parked clients (a release by the
@@ -96,6 +99,7 @@ const ALL: &[&Counter] = &[
     &HANDOFFS,
     &TIMEOUTS,
     &DISCONNECTS,
+    &GIVEN_BACK,
     &EXPIRED_HELD,
     &SERVE_TIMERS,
     &SYNC_CALLS,

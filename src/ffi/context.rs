@@ -82,6 +82,12 @@ impl Ctx {
         unsafe { api!(RedisModule_SelectDb)(self.0, db) == OK }
     }
 
+    /// The number of keys in the selected database.
+    pub fn db_size(&self) -> u64 {
+        // SAFETY: live context.
+        unsafe { api!(RedisModule_DbSize)(self.0) }
+    }
+
     /// Opens `name` for reading and writing (or reading only). The key is closed on drop, and
     /// signalled as modified then only if a write through the handle changed it.
     pub fn open_key(&self, name: StrRef, write: bool) -> Key {

@@ -60,6 +60,10 @@ pub struct Swap {
     pub swapdb: bool,
     /// This server became a replica.
     pub now_replica: bool,
+    /// This server became a primary.
+    pub now_primary: bool,
+    /// Loading ended (a restart from the RDB or AOF, `DEBUG RELOAD`, a full sync).
+    pub loaded: bool,
 }
 
 static HOOKS: AtomicPtr<EventHooks> = AtomicPtr::new(std::ptr::null_mut());
@@ -151,6 +155,9 @@ extern "C" fn on_swap(ctx: RawCtx, eid: raw::RedisModuleEvent, subevent: u64, _d
         swapdb: eid.id == raw::REDISMODULE_EVENT_SWAPDB,
         now_replica: eid.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
             && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA,
+        now_primary: eid.id == raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED
+            && subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER,
+        loaded: eid.id == raw::REDISMODULE_EVENT_LOADING && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED,
     };
     guarded("a keyspace swap event", (), || {
         if let Some(h) = hooks() {

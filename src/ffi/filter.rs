@@ -9,6 +9,11 @@
 //! - `CONFIG RESETSTAT`: always (our counters reset with Redis' own);
 //! - `EVAL`/`EVALSHA`/`EVAL_RO`: only under `lockmod.redisson-scripts native`
 //!   (`crate::redisson`); `SCRIPT` (what the script cache holds, for it): always;
+//! - a key named `...:timeout` that a `ZADD` (from a client, a transaction or a script) or an
+//!   `EVAL`/`EVALSHA` names: an expirable semaphore's lease written by others, Redisson's Lua
+//!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim_find`). Scripts'
+//!   keys always; `ZADD`'s only once the server has shown it holds leases ([`leases_seen`]), so
+//!   a server that never uses an expirable semaphore pays one flag test per `ZADD`;
 //! - any other command's keys: only while [`watching`] (`crate::watch`).
 //!
 //! A [`FilterCall`] reads and rewrites the call's arguments; [`Owned`] strings are what a
@@ -52,6 +57,8 @@ pub struct FilterHooks {
     pub eval: fn(FilterCall, Form),
     /// Any other command (named `cmd`), while [`watching`].
     pub other: fn(FilterCall, &[u8]),
+    /// A `ZADD` to `key`, or a script naming `key`, a name ending in `:timeout`.
+    pub timeout_key: fn(&[u8]),
 }
 
 static HOOKS: AtomicPtr<FilterHooks> = AtomicPtr::new(null_mut());
@@ -64,6 +71,22 @@ static WATCHING: AtomicBool = AtomicBool::new(false);
 #[inline]
 pub fn watching() -> bool {
     WATCHING.load(Relaxed)
+}
+
+/// Set once the server has shown it holds an expirable semaphore's leases (the module armed a
+/// reclaim timer, a script named a `...:timeout` key): from then on the filter looks at every
+/// `ZADD`'s key. Never cleared: a semaphore in use stays in use.
+static LEASES_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Whether `ZADD`s are looked at.
+#[inline]
+pub fn leases_seen() -> bool {
+    LEASES_SEEN.load(Relaxed)
+}
+
+/// Leases were seen: look at `ZADD`s from now on.
+pub fn set_leases_seen() {
+    LEASES_SEEN.store(true, Relaxed);
 }
 
 /// Turns the look at other commands' keys on or off.
@@ -100,18 +123,70 @@ extern "C" fn on_command(fctx: Fctx) {
         return;
     }
     let name = str_bytes(cmd);
-    let special = match name.first().map(|b| b | 0x20) {
+    let first = name.first().map(|b| b | 0x20);
+    let special = match first {
         Some(b'a' | b'c' | b'e') => true,
         Some(b's') => name.len() == 6,
         _ => false,
     };
     if special {
         on_some(fctx, name);
-    } else if watching() {
+        return;
+    }
+    if first == Some(b'z') && leases_seen() && is_zadd(name) {
+        on_zadd(fctx);
+    }
+    if watching() {
         // Its fast path cannot panic; it guards what follows a hit itself.
         if let Some(h) = hooks() {
             (h.other)(FilterCall::new(fctx), name);
         }
+    }
+}
+
+/// `ZADD`, in any case: one 4-byte compare.
+#[inline]
+fn is_zadd(name: &[u8]) -> bool {
+    match name {
+        [a, b, c, d] => u32::from_le_bytes([*a, *b, *c, *d]) | 0x2020_2020 == u32::from_le_bytes(*b"zadd"),
+        _ => false,
+    }
+}
+
+/// The key names that may hold an expirable semaphore's leases end with this.
+const TIMEOUT_SUFFIX: &[u8; 8] = b":timeout";
+
+/// A `ZADD`: if its key ends with `:timeout`, the hook hears of it (out of line: the usual
+/// `ZADD` pays an argument fetch and one 8-byte compare).
+#[inline(never)]
+fn on_zadd(fctx: Fctx) {
+    // SAFETY: `fctx` is live for this call; NULL past the last argument.
+    let key = unsafe { api!(RedisModule_CommandFilterArgGet)(fctx, 1) };
+    if key.is_null() {
+        return;
+    }
+    timeout_key(str_bytes(key));
+}
+
+/// A key a `ZADD` or a script names: if it ends with `:timeout`, the hook hears of it.
+fn timeout_key(key: &[u8]) {
+    if key.len() > TIMEOUT_SUFFIX.len() && key.ends_with(TIMEOUT_SUFFIX) {
+        set_leases_seen();
+        if let Some(h) = hooks() {
+            if catch_unwind(AssertUnwindSafe(|| (h.timeout_key)(key))).is_err() {
+                log(c"warning", "lockmod: internal error in the command filter");
+            }
+        }
+    }
+}
+
+/// `EVAL`/`EVALSHA` (any setting): its keys (`numkeys` of them after it) that end with
+/// `:timeout`. A script's own cost dwarfs the look.
+fn script_keys(call: FilterCall) {
+    let Some(n) = call.arg(2).and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else { return };
+    let last = call.argc().min(n.saturating_add(3));
+    for key in (3..last).filter_map(|i| call.arg(i)) {
+        timeout_key(key);
     }
 }
 
@@ -130,28 +205,28 @@ fn on_some(fctx: Fctx, name: &[u8]) {
 fn on_special(fctx: Fctx, name: &[u8]) {
     let Some(h) = hooks() else { return };
     let call = FilterCall::new(fctx);
-    let argc = call.argc();
     let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
     match name.len() {
         3 if is(b"acl") => (h.acl)(call, name),
         4 if is(b"exec") => (h.exec)(call, name),
-        6 if argc == 2 && is(b"config") => {
+        6 if call.argc() == 2 && is(b"config") => {
             if call.arg(1).is_some_and(|s| s.eq_ignore_ascii_case(b"resetstat")) {
                 (h.reset_stats)();
             }
         }
         // Whatever the setting: a flush queued before `native` is switched on runs after.
         6 if is(b"script") => (h.script)(call),
-        4 | 7 if redisson_native() && (is(b"eval") || is(b"evalsha") || is(b"eval_ro")) => {
-            let form = if name.len() == 4 {
-                Form::Eval
-            } else if name[4] == b'_' {
-                Form::EvalRo
-            } else {
-                Form::EvalSha
-            };
-            (h.eval)(call, form);
+        4 | 7 if is(b"eval") || is(b"evalsha") => {
+            // Before a rewrite, which replaces the arguments.
+            script_keys(call);
+            if redisson_native() {
+                let form = if name.len() == 4 { Form::Eval } else { Form::EvalSha };
+                (h.eval)(call, form);
+            } else if watching() {
+                (h.other)(call, name);
+            }
         }
+        7 if redisson_native() && is(b"eval_ro") => (h.eval)(call, Form::EvalRo),
         _ => {
             if watching() {
                 (h.other)(call, name);

@@ -78,13 +78,14 @@ pub mod metadata;
 pub mod modified;
 pub mod pause;
 pub mod random;
+pub mod scan;
 pub mod script_cache;
 pub mod shared;
 pub mod timers;
 
 pub(crate) use api::api_missing;
 pub use api::{missing_apis, NEEDED_APIS};
-pub use args::{Args, NotAnInteger, RStr, StrRef};
+pub use args::{args_probed, reset_args_probed, Args, NotAnInteger, RStr, StrRef};
 pub use command::{create_command, dispatch, CommandFn, Handler};
 pub use context::Ctx;
 pub use keys::{Key, KeyKind};

@@ -15,6 +15,7 @@ pub static FILTER: FilterHooks = FilterHooks {
     script: redisson::learn::on_script,
     eval: on_eval,
     other: on_other,
+    timeout_key,
 };
 
 /// The keyspace and server events' hooks.
@@ -29,6 +30,9 @@ fn on_acl(call: FilterCall, name: &[u8]) {
 /// queued `SCRIPT FLUSH`.
 fn on_exec(call: FilterCall, name: &[u8]) {
     acl::on_command(name, None, || call.client());
+    if let Some(ctx) = crate::ffi::events::module_ctx() {
+        blocking::reclaim_find::on_exec(&ctx);
+    }
     if watch::active() {
         watch::filter::on_exec();
         if let Some(ctx) = crate::ffi::events::module_ctx() {
@@ -50,6 +54,14 @@ static HITS: watch::filter::Hits = watch::filter::Hits { changed: name_changed, 
 
 fn on_other(call: FilterCall, name: &[u8]) {
     watch::filter::on_command(call, name, &HITS);
+}
+
+/// A `ZADD` to a key named `...:timeout`, or a script naming one: perhaps a lease the module
+/// did not write.
+fn timeout_key(key: &[u8]) {
+    if let Some(ctx) = crate::ffi::events::module_ctx() {
+        blocking::reclaim_find::noticed(&ctx, key);
+    }
 }
 
 fn name_changed(name: &[u8]) {
@@ -80,6 +92,10 @@ fn flushed(ctx: &Ctx) {
 /// SWAPDB, loading or a role change: the keyspace the read-hold index mirrors was replaced.
 fn swapped(ctx: &Ctx, swap: Swap) {
     watch::hold_index::clear();
+    // Leases nobody armed a timer for here: loaded, swapped in, or the primary's until now.
+    if swap.swapdb || swap.loaded || swap.now_primary {
+        blocking::reclaim_find::scan_all(ctx);
+    }
     // Locks with parked clients may be free in the database swapped in: serve them.
     if swap.swapdb {
         blocking::on_flush(ctx);

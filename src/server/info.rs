@@ -49,6 +49,10 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("ratelimiter_window_sums", g(&stats::RATE_WINDOW_SUMS)),
         ("ratelimiter_windows_remembered", crate::effects::rate_windows::remembered() as i64),
     ]);
+    // Issue 29: the work of looking up a long command's own argument strings.
+    fields.push(("args_probed", ffi::args_probed() as i64));
+    // Grants whose reply was lost, given back (issue 29), after every earlier field.
+    fields.push(("grants_given_back", g(&stats::GIVEN_BACK)));
     fields
 }
 
@@ -56,4 +60,5 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
 pub fn reset() {
     stats::reset();
     redisson::stats::reset();
+    ffi::reset_args_probed();
 }

@@ -160,6 +160,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::blocking::poll::reload();
     crate::blocking::reclaim::reload();
     crate::effects::rate_windows::forget_all();
+    crate::blocking::reclaim_find::reload();
     // The wake-up path hears of the module's own writes through `effects::served`.
     crate::blocking::register();
     // The calls the filter rewrote run through `redisson` when their command is dispatched.
@@ -184,6 +185,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    // Leases already in the keyspace (a `MODULE LOAD` into a server with data; at start-up the
+    // walk runs after loading, when the event loop does).
+    crate::blocking::reclaim_find::scan_all(&ffi::Ctx(ctx.ctx));
     ctx.log_notice(&super::config::loaded_line());
     Status::Ok
 }

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod acl;
+pub mod answers;
 pub mod cluster;
 pub mod diff;
 pub mod gcra;
@@ -120,6 +121,9 @@ pub struct Server {
     pub port: u16,
     child: Child,
     pub dir: PathBuf,
+    /// How it was started: `restart` starts it again so.
+    module: bool,
+    extra: Vec<String>,
 }
 
 impl Server {
@@ -137,8 +141,35 @@ impl Server {
     pub fn start_with(module: bool, extra: &[&str]) -> Server {
         let mut last_err = String::new();
         for _ in 0..5 {
-            let port = free_port();
-            let dir = scratch_dir();
+            let (port, dir) = (free_port(), scratch_dir());
+            match Server::spawn(port, dir, module, extra) {
+                Ok(server) => return server,
+                Err(e) => last_err = e,
+            }
+        }
+        panic!("redis-server did not start: {last_err}");
+    }
+
+    /// Stops the server (`SHUTDOWN NOSAVE`: the AOF, if on, is flushed and synced) and starts
+    /// it again on the same port and directory, with the same arguments: it loads what it
+    /// persisted (`SAVE` first for the RDB).
+    pub fn restart(&mut self) {
+        let _ = call(&mut self.conn(), &["SHUTDOWN", "NOSAVE"]);
+        let _ = self.child.wait();
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let dir = self.dir.clone();
+        match Server::spawn(self.port, dir, self.module, &extra) {
+            Ok(mut again) => {
+                std::mem::swap(self, &mut again);
+                // The stopped one shares the directory: it must not remove it when dropped.
+                again.dir = PathBuf::new();
+            }
+            Err(e) => panic!("redis-server did not start again: {e}"),
+        }
+    }
+
+    fn spawn(port: u16, dir: PathBuf, module: bool, extra: &[&str]) -> Result<Server, String> {
+        {
             let mut cmd = Command::new(server_binary());
             cmd.arg("--port")
                 .arg(port.to_string())
@@ -156,13 +187,10 @@ impl Server {
                 Ok(c) => c,
                 Err(e) => panic!("cannot start {} (run scripts/install-deps.sh): {e}", server_binary()),
             };
-            let mut server = Server { port, child, dir };
-            match server.wait_ready() {
-                Ok(()) => return server,
-                Err(e) => last_err = e,
-            }
+            let extra = extra.iter().map(|s| s.to_string()).collect();
+            let mut server = Server { port, child, dir, module, extra };
+            server.wait_ready().map(|()| server)
         }
-        panic!("redis-server did not start: {last_err}");
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {

@@ -86,6 +86,11 @@ impl Scripts {
     pub fn body(&self, sha: &str) -> &Body {
         self.bodies.iter().find(|b| b.sha == sha).unwrap_or_else(|| panic!("no body {sha}"))
     }
+
+    /// The body whose SHA1 starts with `prefix` (the role tables name bodies by 5 digits).
+    pub fn by_prefix(&self, prefix: &str) -> &Body {
+        self.bodies.iter().find(|b| b.sha.starts_with(prefix)).unwrap_or_else(|| panic!("no body {prefix}"))
+    }
 }
 
 /// A reply as RESP encodes it: the type byte and its content, so RESP2/RESP3 encodings are

@@ -10,6 +10,7 @@ const { isReplyError, notRun, LockError, LockStateUnknownError } = require('./er
 const { ReplicaCache, waitCommand, INFO_SECTIONS, DEFAULT_SYNC_TIMEOUT } = require('./replicas');
 const { Lock, FairLock, ReadWriteLock } = require('./locks');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch } = require('./synchronizers');
+const { RateLimiter } = require('./ratelimiter');
 
 class LockClient {
   /**
@@ -79,6 +80,11 @@ class LockClient {
   /** A count-down latch (Redisson's RCountDownLatch). */
   countDownLatch(name) {
     return new CountDownLatch(this, name);
+  }
+
+  /** A rate limiter (Redisson's RRateLimiter); `clientId` picks a PER_CLIENT window (default: this client's id). */
+  rateLimiter(name, options) {
+    return new RateLimiter(this, name, options);
   }
 
   /** A new owner id, `<client uuid>:<n>`: Redisson's `<uuid>:<thread id>`. */
@@ -158,9 +164,9 @@ class LockClient {
       }
       unblocking = this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT').then(
         (unblocked) => {
-          // Its reply (0, or a grant that came first) follows at once, except when the grant
-          // and the unblock fell in the same event-loop iteration of the server: Redis 7.0
-          // then drops the reply of the module-blocked client. Bounded by blockGrace.
+          // Its reply (0, or a grant that came first) follows at once: the module answers a
+          // grant racing the unblock with the grant, even on Redis 7.0 where the server alone
+          // would drop it (issue 29). Bounded by blockGrace, for older modules.
           if (Number(unblocked) === 1) noReply = setTimeout(() => this.waits.drop(conn), this.blockGrace);
         },
         () => this.waits.drop(conn),

@@ -385,4 +385,4 @@ function nonNegative(v, what) {
   return v;
 }
 
-module.exports = { Semaphore, PermitExpirableSemaphore, CountDownLatch };
+module.exports = { SyncObject, Semaphore, PermitExpirableSemaphore, CountDownLatch, positive };

@@ -163,3 +163,21 @@ test('the synchronizers route to their slot, park there, and an abort ends the w
   }
   assert.equal(await stat('semaphore.acquire', 'rejected_calls'), 0, 'no MOVED');
 });
+
+test('rate limiters route to their slot, keep their keys there, and park there', async () => {
+  for (const name of ['api-alpha', '{user:42}:api', 'api-foxtrot']) {
+    const limiter = client.rateLimiter(name);
+    assert.equal(await limiter.trySetRate('PER_CLIENT', 1, 3600000), true);
+    assert.equal(await limiter.tryAcquire(), true);
+    const node = await nodeOf(name);
+    const value = name.includes('{') ? `${name}:value:${client.id}` : `{${name}}:value:${client.id}`;
+    assert.equal(await node.get(value), '0', 'on the slot\'s primary');
+    const waiting = limiter.acquire({ timeout: 10000 });
+    await sleep(100);
+    assert.equal(await limiter.release(1), 1, 'the permits before the parked waiter took its own');
+    assert.equal(await waiting, true);
+    assert.equal(await limiter.availablePermits(), 0);
+    node.disconnect();
+  }
+  assert.equal(await stat('ratelimiter.acquire', 'rejected_calls'), 0, 'no MOVED');
+});

@@ -165,6 +165,20 @@ test('semaphore grants no replica acknowledged are given back', async () => {
   await psem.release(ids);
 });
 
+test('the rate limiter waits for no replica, as Redisson\'s', async () => {
+  // Redisson sends its rate-limiter bodies with evalWriteAsync, never the synced eval.
+  const limiter = locks.rateLimiter('s:rate');
+  await stopped(async () => {
+    const before = await waits();
+    assert.equal(await limiter.trySetRate('OVERALL', 2, 60000), true);
+    assert.equal(await limiter.tryAcquire(), true);
+    assert.equal(await limiter.acquire({ timeout: 1000 }), true);
+    assert.equal(await limiter.release(1), 1);
+    assert.equal(await limiter.setRate('OVERALL', 3, 60000, { keepState: true }), true);
+    assert.equal(await waits(), before, 'no WAIT sent');
+  });
+});
+
 test('without sync nothing waits', async () => {
   const off = new LockClient(p, { syncReplicas: false });
   try {

@@ -10,6 +10,9 @@ import {
   Semaphore,
   PermitExpirableSemaphore,
   CountDownLatch,
+  RateLimiter,
+  RateLimiterConfig,
+  RateType,
   LockLostError,
   LockNotHeldError,
   LockStateUnknownError,
@@ -76,6 +79,19 @@ async function main(): Promise<void> {
   new Semaphore(new Redis(), 'pool');
   // @ts-expect-error: ids are strings
   await psem.release(7);
+  const limiter: RateLimiter = client.rateLimiter('api', { clientId: 'java-instance-id' });
+  const rateSet: boolean = await limiter.trySetRate(RateType.OVERALL, 10, 1000, { keepAlive: 60000 });
+  const updated: boolean = await limiter.setRate('PER_CLIENT', 5, 1000, { keepState: true, xx: true });
+  const granted: boolean = (await limiter.acquire({ permits: 2, timeout: 500, signal: AbortSignal.timeout(1000) })) && (await limiter.tryAcquire(1));
+  const permitsNow: number = (await limiter.release(1)) + (await limiter.availablePermits());
+  const config: RateLimiterConfig | null = await limiter.getConfig();
+  const perClient: RateType | undefined = config?.type;
+  const ownWindow: string = new RateLimiter(client, 'api').clientId;
+  // @ts-expect-error: a rate type is OVERALL or PER_CLIENT
+  await limiter.trySetRate('ALL', 10, 1000);
+  // @ts-expect-error: the interval is a number of ms
+  await limiter.setRate('OVERALL', 10, '1s');
+  void [rateSet, updated, granted, permitsNow, perClient, ownWindow];
   void [ok, token, holds, held, ttl, forced, r, n, s, lost, key, v, onCluster, mine];
   void [set, took, left, drained, inSem, first, opened, countLeft, new PermitExpirableSemaphore(client, 'p'), new CountDownLatch(client, 'c')];
   onCluster.disconnect({ client: true });

@@ -9,6 +9,7 @@ nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -208,6 +209,30 @@ def r(server: Server) -> Iterator[redis.Redis]:
 
 def blocked_clients(r: redis.Redis) -> int:
     return int(r.info("clients")["blocked_clients"])
+
+
+def in_thread(fn):
+    """Starts `fn` in a thread; returns the thread and where its result (``v``) or exception
+    (``e``) lands."""
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["v"] = fn()
+        except BaseException as e:  # reported by the test
+            out["e"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+async def parked_async(r, n: int) -> None:
+    """Waits (asyncio) until `n` clients are blocked on `r`'s server."""
+    deadline = time.monotonic() + 10
+    while int((await r.info("clients"))["blocked_clients"]) != n:
+        assert time.monotonic() < deadline, f"never {n} parked"
+        await asyncio.sleep(0.005)
 
 
 def wait_until(what, timeout: float = 5.0, message: str = "condition") -> None:

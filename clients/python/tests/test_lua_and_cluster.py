@@ -149,3 +149,24 @@ def test_synchronizers_work_on_a_cluster(cluster) -> None:
 
     asyncio.run(main())
     rc.close()
+
+
+def test_rate_limiters_work_on_a_cluster(cluster) -> None:
+    from redis_lockmod import RateLimiter, RateType
+
+    rc = RedisCluster(host="127.0.0.1", port=cluster.ports[0])
+    for name in ("api", "{user:42}:api", "quota-17"):
+        node = rc.get_node_from_key(name)
+        direct = redis.Redis(host=node.host, port=node.port)
+        limiter = RateLimiter(rc, name)
+        assert limiter.try_set_rate(RateType.PER_CLIENT, 1, 3_600_000) and limiter.try_acquire()
+        value = f"{name}:value:{limiter.client_id}" if "{" in name else f"{{{name}}}:value:{limiter.client_id}"
+        assert direct.get(value) == b"0", "on the slot's primary"
+        t = threading.Thread(target=lambda: limiter.acquire(timeout=10))
+        t.start()
+        wait_until(lambda: blocked_clients(direct) == 1, message="parked on the key's node")
+        assert limiter.release(1) == 1, "the permits before the parked waiter took its own"
+        t.join()
+        assert limiter.available_permits() == 0 and blocked_clients(direct) == 0
+        direct.close()
+    rc.close()

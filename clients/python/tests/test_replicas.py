@@ -22,6 +22,8 @@ from redis_lockmod import (
     Lock,
     NoSyncedReplicasError,
     PermitExpirableSemaphore,
+    RateLimiter,
+    RateType,
     ReadWriteLock,
     Semaphore,
 )
@@ -191,6 +193,18 @@ def test_without_sync_nothing_waits(pair, p) -> None:
         assert lock.acquire(blocking=False)
         lock.release()
     assert waits(p) == before
+
+
+def test_the_rate_limiter_waits_for_no_replica_as_redissons(pair, p) -> None:
+    # Redisson sends its rate-limiter bodies with evalWriteAsync, never the synced eval.
+    limiter = RateLimiter(p, "s-rate", **SYNC)
+    before = waits(p)
+    with stopped(pair[1]):
+        assert limiter.try_set_rate(RateType.OVERALL, 2, 60_000)
+        assert limiter.try_acquire() and limiter.acquire(timeout=1)
+        assert limiter.release(1) == 1 and limiter.available_permits() == 1
+        assert limiter.set_rate(RateType.OVERALL, 3, 60_000, keep_state=True)
+    assert waits(p) == before, "no WAIT sent"
 
 
 def test_semaphore_grants_unsynced_are_given_back(pair, p) -> None:

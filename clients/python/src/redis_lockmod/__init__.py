@@ -9,13 +9,16 @@ Sync locks on redis-py (``redis.Redis``, ``redis.cluster.RedisCluster``)::
         ...
 
 Also Redisson's synchronizers: `Semaphore`, `PermitExpirableSemaphore`, `CountDownLatch`
-(`redis_lockmod.synchronizers`). The asyncio locks and synchronizers (``redis.asyncio``) live
-in `redis_lockmod.asyncio` with the same names.
+(`redis_lockmod.synchronizers`), and its rate limiter, `RateLimiter` (`redis_lockmod.ratelimiter`).
+The asyncio locks, synchronizers and rate limiter (``redis.asyncio``) live in
+`redis_lockmod.asyncio` with the same names.
 """
 
 from ._session import close
 from .errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
+from ._rate import RateLimiterConfig, RateType
 from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
+from .ratelimiter import RateLimiter
 from .synchronizers import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __version__ = "0.1.0"
@@ -30,6 +33,9 @@ __all__ = [
     "LockTimeoutError",
     "NoSyncedReplicasError",
     "PermitExpirableSemaphore",
+    "RateLimiter",
+    "RateLimiterConfig",
+    "RateType",
     "ReadLock",
     "ReadWriteLock",
     "Semaphore",

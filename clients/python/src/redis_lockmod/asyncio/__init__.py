@@ -1,5 +1,5 @@
-"""The asyncio locks and synchronizers (``redis.asyncio`` clients), with the names and options of
-the sync ones::
+"""The asyncio locks, synchronizers and rate limiter (``redis.asyncio`` clients), with the
+names and options of the sync ones::
 
     import redis.asyncio as redis
     from redis_lockmod.asyncio import Lock
@@ -8,9 +8,11 @@ the sync ones::
         ...
 """
 
+from .._rate import RateLimiterConfig, RateType
 from ..errors import LockError, LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
 from ._session import close
 from .locks import FairLock, Lock, ReadLock, ReadWriteLock, WriteLock
+from .ratelimiter import RateLimiter
 from .synchronizers import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __all__ = [
@@ -23,6 +25,9 @@ __all__ = [
     "LockTimeoutError",
     "NoSyncedReplicasError",
     "PermitExpirableSemaphore",
+    "RateLimiter",
+    "RateLimiterConfig",
+    "RateType",
     "ReadLock",
     "ReadWriteLock",
     "Semaphore",

@@ -123,9 +123,9 @@ class _AsyncObject(_sync.SyncBase):
                 if unblocked is None:
                     inner.cancel()  # closes the connection: the server drops the waiter
                 elif unblocked:
-                    # Its reply (0, or a grant that came first) follows at once, except when the
-                    # grant and the unblock fell in the same event-loop iteration of the server:
-                    # Redis 7.0 then drops the reply of the module-blocked client. Bounded.
+                    # Its reply (0, or a grant that came first) follows at once: the module
+                    # answers a grant racing the unblock with the grant, even on Redis 7.0 where
+                    # the server alone would drop it (issue 29). Bounded, for older modules.
                     done, _ = await asyncio.wait({inner}, timeout=self.command_timeout)
                     if not done:
                         inner.cancel()
