@@ -157,20 +157,14 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-/// Redisson's script bodies: the locks' (`$LOCKMOD_REDISSON_SCRIPTS`) or the rate limiter's
-/// (`$LOCKMOD_REDISSON_RATELIMITER_SCRIPTS`), or `shared/` beside the repository.
+/// Redisson's script bodies: the locks' (`$LOCKMOD_REDISSON_SCRIPTS`, or `shared/` beside the
+/// repository), else the rate limiter's (`crate::redisson_rate::body`).
 fn body(sha: &str) -> Res<String> {
-    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared");
-    let dirs = [
-        ("LOCKMOD_REDISSON_SCRIPTS", "redisson-scripts"),
-        ("LOCKMOD_REDISSON_RATELIMITER_SCRIPTS", "redisson-ratelimiter-scripts"),
-    ]
-    .map(|(var, sub)| std::env::var(var).map(std::path::PathBuf::from).unwrap_or_else(|_| shared.join(sub)));
-    let paths = dirs.map(|d| d.join("scripts").join(format!("{sha}.lua")));
-    paths
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .ok_or_else(|| format!("Redisson's scripts: no {sha}.lua in {} or {}", paths[0].display(), paths[1].display()))
+    let dir = std::env::var("LOCKMOD_REDISSON_SCRIPTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/redisson-scripts"));
+    let path = dir.join("scripts").join(format!("{sha}.lua"));
+    std::fs::read_to_string(&path).or_else(|_| crate::redisson_rate::body(sha))
 }
 
 fn evalsha(sha: &str, keys: &[String], argv: &[String]) -> Vec<String> {
