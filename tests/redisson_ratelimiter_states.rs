@@ -299,3 +299,28 @@ fn a_release_body_run_natively_serves_a_parked_waiter() {
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
     assert_eq!(common::ok(&mut c, &["GET", "{r}:value"]), common::Value::BulkString(b"0".to_vec()));
 }
+
+/// Where the server has a `GCRA` of its own (here `ECHO` renamed, as tests/gcra_server_has.rs
+/// makes one), `RGcra`'s bodies call that command from their Lua: the module leaves all three
+/// to it, counted as `not_accelerated`, and its own rate limiter's bodies still run natively.
+#[test]
+fn rgcras_bodies_are_left_to_a_servers_own_gcra() {
+    let scripts = rl::load();
+    let s =
+        common::Server::start_with(true, &["--rename-command", "ECHO", "GCRA", "--lockmod.redisson-scripts", "native"]);
+    let mut c = s.conn();
+    rl::load_on(&mut c, &scripts);
+    let b = |s: &str| s.as_bytes().to_vec();
+    let before = counters(&mut c);
+    let set = evalsha(rl::GCRA_TRY_SET, &[gconfig()], &[b("4"), b("10"), b("60")]);
+    assert_eq!(rl::run(&mut c, &set), Ok(common::Value::Int(1)));
+    let take = evalsha(rl::GCRA_ACQUIRE, &[gconfig(), GNAME.into()], &[b("1")]);
+    // The server's `GCRA` (`ECHO`) refuses five arguments: the Lua's error, as without the module.
+    assert!(rl::run(&mut c, &take).is_err());
+    let limiter = evalsha(rl::TRY_SET_RATE[2], &[st::NAME.into()], &[b("10"), b("1000"), b("0"), b("0")]);
+    assert_eq!(rl::run(&mut c, &limiter), Ok(common::Value::Int(1)));
+    let after = counters(&mut c);
+    let not_accelerated = CAUSES.iter().position(|c| *c == "not_accelerated").unwrap_or(0);
+    assert_eq!(after.1[not_accelerated] - before.1[not_accelerated], 2);
+    assert_eq!(after.0 - before.0, 1, "the limiter's trySetRate ran natively");
+}
