@@ -205,7 +205,7 @@ fn the_writes_fire_the_keyspace_events_of_redissons_commands() {
         (h, "expire"),
         (v, "expire"),
         (z, "expire"),
-        (z, "zrembyscore"),
+        (z, "zremrangebyscore"),
         (z, "del"),
         (v, "set"),
         (z, "zadd"),

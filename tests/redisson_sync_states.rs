@@ -21,30 +21,15 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use common::diff::now_ms;
-use common::redisson::{info, raw_match};
+use common::redisson::raw_match;
+use common::script_findings::{counters, Case, Findings};
 use common::sync_calls::{self as sc, role, Family, Role};
 use common::sync_pair::{self, SyncPair};
 use common::sync_states::{self as st, Leases, State, Value};
 
-const CAUSES: [&str; 8] =
-    ["not_accelerated", "arguments", "server_state", "acl", "script_cache", "module_rule", "script_state", "error"];
-
 /// `availablePermits` (3.22+): reclaims on the Lua side what the native timer returned.
 const AVAILABLE: &str = "26b3972b2c9e617556282f404cb79709d746a713";
-
-/// `redisson_native_total` and the `redisson_lua_<cause>` counters.
-fn counters(c: &mut redis::Connection) -> (u64, [u64; 8]) {
-    let m = info(c, "lockmod");
-    let get = |f: &str| m.get(&format!("lockmod_redisson_{f}")).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut causes = [0; 8];
-    for (i, c) in CAUSES.iter().enumerate() {
-        causes[i] = get(&format!("lua_{c}"));
-    }
-    (get("native_total"), causes)
-}
 
 /// The bodies whose native command reclaims expired permits and arms the reclaim timer.
 fn arms_timer(r: Role) -> bool {
@@ -129,19 +114,6 @@ fn forms(state: State, takes_publish: bool) -> Vec<(&'static str, bool)> {
     v
 }
 
-#[derive(Default)]
-struct Findings {
-    cases: usize,
-    native: usize,
-    ordinary: usize,
-    ordinary_native: usize,
-    differences: Vec<String>,
-    miscounted: Vec<String>,
-    not_native_in_ordinary_use: Vec<String>,
-    /// (body, cause) -> the states it went to Lua on.
-    left: BTreeMap<(String, &'static str), Vec<String>>,
-}
-
 #[test]
 fn every_redisson_sync_body_answers_as_its_lua_on_every_synchronizer_state() {
     let started = std::time::Instant::now();
@@ -169,92 +141,27 @@ fn every_redisson_sync_body_answers_as_its_lua_on_every_synchronizer_state() {
                     if (native && arms_timer(r)) || expirable {
                         settle(&mut pair);
                     }
-                    let keyspace = pair.difference();
-                    let what = format!(
-                        "{} {r:?} [{}] on {:?}/{:?} ({publish}{})",
-                        &body.sha[..8],
-                        variant.label,
-                        state.value,
-                        state.leases,
-                        if resp3 { ", RESP3" } else { "" }
-                    );
-                    f.cases += 1;
-                    f.native += usize::from(native);
-                    if !raw_match(&lua, &nat, c.ttl) {
-                        f.differences.push(format!("{what}: lua {lua:?}, native {nat:?}"));
-                    } else if let Some(d) = keyspace {
-                        f.differences.push(format!("{what}: {d}"));
-                    }
-                    // Counted once: natively, or under the one cause that sent it to Lua.
-                    let moved: Vec<&str> = CAUSES
-                        .iter()
-                        .zip(after.1.iter().zip(&before.1))
-                        .filter(|(_, (a, b))| a > b)
-                        .map(|(c, _)| *c)
-                        .collect();
-                    let counted_once =
-                        if native { moved.is_empty() && after.0 == before.0 + 1 } else { moved.len() == 1 };
-                    if !counted_once {
-                        f.miscounted.push(format!("{what}: native {native}, causes {moved:?}"));
-                    }
-                    if !native {
-                        let cause = moved.first().copied().unwrap_or("uncounted");
-                        let key = (format!("{} {r:?}", &body.sha[..8]), cause);
-                        f.left
-                            .entry(key)
-                            .or_default()
-                            .push(format!("{:?}/{:?} [{}]", state.value, state.leases, variant.label));
-                    }
-                    if st::ordinary(&body.sha, state, &variant) {
-                        f.ordinary += 1;
-                        f.ordinary_native += usize::from(native);
-                        if !native {
-                            f.not_native_in_ordinary_use.push(what);
-                        }
-                    }
+                    let case = Case {
+                        what: format!(
+                            "{} {r:?} [{}] on {:?}/{:?} ({publish}{})",
+                            &body.sha[..8],
+                            variant.label,
+                            state.value,
+                            state.leases,
+                            if resp3 { ", RESP3" } else { "" }
+                        ),
+                        body: format!("{} {r:?}", &body.sha[..8]),
+                        state: format!("{:?}/{:?} [{}]", state.value, state.leases, variant.label),
+                        same: raw_match(&lua, &nat, c.ttl),
+                        keyspace: pair.difference(),
+                        lua: &lua,
+                        native: &nat,
+                        ordinary: st::ordinary(&body.sha, state, &variant),
+                    };
+                    f.note(case, before, after);
                 }
             }
         }
     }
-    report(&f, started.elapsed());
-}
-
-fn report(f: &Findings, took: std::time::Duration) {
-    eprintln!(
-        "{} calls in {:.1} s, {} ran natively; ordinary use: {} of {} native; left to Lua:",
-        f.cases,
-        took.as_secs_f64(),
-        f.native,
-        f.ordinary_native,
-        f.ordinary
-    );
-    for ((body, cause), states) in &f.left {
-        let shown: Vec<&str> = states.iter().take(6).map(String::as_str).collect();
-        let more = if states.len() > 6 { format!(", ... ({} in all)", states.len()) } else { String::new() };
-        eprintln!("  {body}: {cause}: {}{more}", shown.join(", "));
-    }
-    assert!(f.cases > 2_000 || std::env::var_os("SYNC_STATES_ONLY").is_some(), "{} calls", f.cases);
-    let mut failures = Vec::new();
-    if !f.differences.is_empty() {
-        failures.push(format!(
-            "{} calls answered unlike the Lua:\n  {}",
-            f.differences.len(),
-            f.differences.join("\n  ")
-        ));
-    }
-    if !f.miscounted.is_empty() {
-        failures.push(format!(
-            "{} calls not counted once (natively or under one cause):\n  {}",
-            f.miscounted.len(),
-            f.miscounted.join("\n  ")
-        ));
-    }
-    if !f.not_native_in_ordinary_use.is_empty() {
-        failures.push(format!(
-            "{} calls of ordinary use left to Lua:\n  {}",
-            f.not_native_in_ordinary_use.len(),
-            f.not_native_in_ordinary_use.join("\n  ")
-        ));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    f.report(started.elapsed(), 2_000, "SYNC_STATES_ONLY");
 }

@@ -33,6 +33,12 @@ fn one(v: &Value) -> bool {
 fn one_in_array(v: &Value) -> bool {
     matches!(v, Value::Array(a) if matches!(a.as_slice(), [Value::Int(1)]))
 }
+fn wait(v: &Value) -> bool {
+    matches!(v, Value::Int(ms) if *ms > 0)
+}
+fn bulk_95(v: &Value) -> bool {
+    matches!(v, Value::BulkString(b) if b == b"95")
+}
 fn granted(v: &Value) -> bool {
     matches!(v, Value::Array(a) if matches!(a.as_slice(), [Value::Int(-1), Value::Int(t)] if *t > 0))
 }
@@ -64,6 +70,31 @@ fn call(setup: Vec<Vec<String>>, keys: &[String], argv: &[&str]) -> Call {
 
 fn s(x: &str) -> String {
     x.to_string()
+}
+
+/// A rate limiter as Redisson 3.38+ leaves it: `rate` per second (overall, no keep-alive),
+/// `value` available, and `live` grants of 1 permit in the window (none expired).
+fn limiter(k: &str, rate: &str, value: &str, live: usize) -> Vec<Vec<String>> {
+    let now = now_ms();
+    let mut v = vec![
+        strs(&["HSET", k, "rate", rate, "interval", "1000", "type", "0", "keepAliveTime", "0"]),
+        strs(&["SET", &suffix(k, "value"), value]),
+    ];
+    for j in 0..live {
+        v.push(strs(&["ZADD", &suffix(k, "permits"), &(now - 100 - j as i64).to_string(), &member(j)]));
+    }
+    v
+}
+
+/// A grant member (`struct.pack('Bc0I', 16, random, 1)`) of 16 random bytes drawn from `i`.
+fn member(i: usize) -> String {
+    format!("\u{10}s{i:015x}\u{1}\u{0}\u{0}\u{0}")
+}
+
+/// `RRateLimiter`'s five keys (client id as a Redisson instance's).
+fn limiter_keys(k: &str) -> Vec<String> {
+    let (v, p) = (suffix(k, "value"), suffix(k, "permits"));
+    vec![s(k), v.clone(), format!("{v}:{ME}"), p.clone(), format!("{p}:{ME}")]
 }
 
 #[rustfmt::skip]
@@ -111,6 +142,14 @@ fn rows() -> Vec<Row> {
                     strs(&["ZADD", &fair_timeouts(k), &(now_ms() + 60_000).to_string(), OTHER])]].concat(),
                 &[s(k), fair_queue(k), fair_timeouts(k), lock_channel(k), latch(k, &format!("req-{i}"))],
                 &["0", LEASE, ME, &now_ms().to_string(), "PUBLISH", "13500"]) },
+        Row { name: "RRateLimiter.tryAcquire, granted", sha: "861d9229367b5aa9889ee26c5c31be7baeba2153", check: nil,
+            build: |k, i| call(limiter(k, "100", "95", 5), &limiter_keys(k), &["1", &now_ms().to_string(), &format!("{i:016x}")]) },
+        Row { name: "RRateLimiter.tryAcquire, refused", sha: "861d9229367b5aa9889ee26c5c31be7baeba2153", check: wait,
+            build: |k, i| call(limiter(k, "5", "0", 5), &limiter_keys(k), &["1", &now_ms().to_string(), &format!("{i:016x}")]) },
+        Row { name: "RRateLimiter.availablePermits", sha: "1378f96e73a4251ef63dadab589a062f8276a044", check: bulk_95,
+            build: |k, _| call(limiter(k, "100", "95", 5), &limiter_keys(k), &[&now_ms().to_string()]) },
+        Row { name: "RRateLimiter.release", sha: "fbec405e63ce6ca39accbc290ded190da3cad1cf", check: nil,
+            build: |k, _| call(limiter(k, "100", "95", 5), &limiter_keys(k), &["1"]) },
         Row { name: "FairLock acquireFailed (cancel)", sha: "d1ddef65ad80886b5d36e023c99930044ddd653a", check: nil,
             build: |k, _| call(
                 vec![strs(&["RPUSH", &fair_queue(k), ME]), strs(&["ZADD", &fair_timeouts(k), &(now_ms() + 60_000).to_string(), ME])],
@@ -118,13 +157,14 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-/// Redisson's script bodies: `$LOCKMOD_REDISSON_SCRIPTS`, or `shared/` beside the repository.
+/// Redisson's script bodies: the locks' (`$LOCKMOD_REDISSON_SCRIPTS`, or `shared/` beside the
+/// repository), else the rate limiter's (`crate::redisson_rate::body`).
 fn body(sha: &str) -> Res<String> {
     let dir = std::env::var("LOCKMOD_REDISSON_SCRIPTS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/redisson-scripts"));
     let path = dir.join("scripts").join(format!("{sha}.lua"));
-    std::fs::read_to_string(&path).map_err(|e| format!("Redisson's scripts: {}: {e}", path.display()))
+    std::fs::read_to_string(&path).or_else(|_| crate::redisson_rate::body(sha))
 }
 
 fn evalsha(sha: &str, keys: &[String], argv: &[String]) -> Vec<String> {
@@ -144,7 +184,13 @@ fn command_usec(c: &mut redis::Connection, mode: &str) -> Res<u64> {
     let usec = |v: &String| v.split(',').find_map(|p| p.strip_prefix("usec=")).and_then(|u| u.parse::<u64>().ok());
     Ok(stats
         .iter()
-        .filter(|(k, _)| if mode == "off" { k.as_str() == "cmdstat_evalsha" } else { k.contains("lock.") })
+        .filter(|(k, _)| {
+            if mode == "off" {
+                k.as_str() == "cmdstat_evalsha"
+            } else {
+                k.contains("lock.") || k.contains("ratelimiter.")
+            }
+        })
         .filter_map(|(_, v)| usec(v))
         .sum())
 }
@@ -330,6 +376,9 @@ pub fn run(b: &mut Bench) -> Res<()> {
              alone (`evalsha`, or the module's command), without the filter. The last column is the share of the \
              `native` chunks' calls that ran natively (`INFO lockmod`); a call left to Lua fails the run. The \
              write lock's watchdog renewal is the reentrant lock's `LockTask` body, sent for `owner:write`. \
+             The `RRateLimiter` rows (3.38+'s bodies, from `shared/redisson-ratelimiter-scripts/`) run on a \
+             limiter of 100 per second (5 per second for the refusal) holding 5 live grants, with ARGV's time \
+             the client's clock and 16 fresh random bytes per grant, as Redisson sends them. \
              The 1,000-reader row \
              alternates unlock and re-lock of one reader ({cycles} of each per chunk); the fair row grants {locks} \
              locks per chunk, each to the head of a 1,000-waiter queue."

@@ -36,4 +36,9 @@ impl RateStore for MemoryStore {
         assert_eq!(total, sum, "the rate limiter noted a total its zset does not hold");
         self.rate_totals.insert(key.to_vec(), (total, now));
     }
+
+    fn persist(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        self.data.get_mut(key).is_some_and(|e| e.1.take().is_some())
+    }
 }

@@ -26,6 +26,8 @@ pub mod latch;
 pub mod names;
 pub mod numbers;
 pub mod permits;
+pub mod rate_bodies;
+pub mod rate_body_settings;
 pub mod rate_info;
 pub mod rate_settings;
 pub mod rate_window;

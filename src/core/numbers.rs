@@ -20,6 +20,16 @@ pub fn incremented(count: i64, by: i64) -> Result<i64> {
     count.checked_add(by).ok_or(LockError::Overflow)
 }
 
+/// The largest count a Redisson body is answered natively for: Lua computes in doubles and
+/// the server formats them back (`%.14g`-like formats turn 1e14 into `1e+14`), so beyond this
+/// the module's integers and the Lua's text may part.
+pub const LUA_SAFE: i64 = 99_999_999_999_999;
+
+/// A canonical integer within ±[`LUA_SAFE`]: one Lua's `tonumber` and the module read alike.
+pub fn lua_safe_int(b: &[u8]) -> Option<i64> {
+    parse_i64(b).filter(|v| (-LUA_SAFE..=LUA_SAFE).contains(v))
+}
+
 /// Parses a decimal integer the way Redis does (no spaces, no `+`, no leading zeros).
 /// Every acquire parses its lease with it, so it allocates nothing.
 pub fn parse_i64(b: &[u8]) -> Option<i64> {

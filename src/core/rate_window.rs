@@ -70,7 +70,7 @@ impl Window {
 }
 
 /// Sums the permits of the members scored `min..=max` (`BadGrant` on a malformed member).
-fn sum<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64) -> Result<(i128, usize)> {
+pub fn sum<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64) -> Result<(i128, usize)> {
     let (mut total, mut n, mut bad) = (0i128, 0usize, false);
     s.zset_scan(z, min, max, &mut |m, _| match unpack(m) {
         Some((_, p)) => {

@@ -214,15 +214,21 @@ pub(super) fn ttl_plan<S: RateStore>(s: &mut S, name: &[u8], c: &Config) -> Resu
 }
 
 pub(super) fn apply_ttl<S: RateStore>(s: &mut S, name: &[u8], keys: &Keys, ttl: Ttl) {
+    expire_state(s, name, &keys.value, &keys.permits, ttl);
+}
+
+/// [`apply_ttl`] on a state's two keys given as they are (`PEXPIRE` of the hash, then the
+/// value, then the grants, Redisson's order).
+pub(super) fn expire_state<S: RateStore>(s: &mut S, name: &[u8], value: &[u8], permits: &[u8], ttl: Ttl) {
     match ttl {
         Ttl::KeepAlive(at) => {
             s.pexpire_at(name, at);
-            s.pexpire_at(&keys.value, at);
-            s.pexpire_at(&keys.permits, at);
+            s.pexpire_at(value, at);
+            s.pexpire_at(permits, at);
         }
         Ttl::Hash(at) => {
-            s.pexpire_at(&keys.value, at);
-            s.pexpire_at(&keys.permits, at);
+            s.pexpire_at(value, at);
+            s.pexpire_at(permits, at);
         }
         Ttl::None => {}
     }

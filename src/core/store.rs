@@ -82,6 +82,13 @@ pub trait Store {
     }
     /// `HSET` of one field.
     fn hash_set(&mut self, key: &[u8], field: &[u8], value: &[u8]);
+    /// `HSET key f1 v1 f2 v2 ...`: one command, so a store should fire one `hset` event and
+    /// replicate one command, as Redis does (the default writes them one by one).
+    fn hash_set_many(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) {
+        for (f, v) in pairs {
+            self.hash_set(key, f, v);
+        }
+    }
     /// `HDEL` of one field (the key goes with its last field).
     fn hash_del(&mut self, key: &[u8], field: &[u8]);
 
@@ -241,8 +248,8 @@ pub trait SyncStore: Store {
     /// `INCRBY key by` (`by` may be negative), on a key known to be absent or to hold an
     /// integer; keeps the key's TTL. The new value, or `Overflow` (writing nothing).
     fn incr_by(&mut self, key: &[u8], by: i64) -> Result<i64>;
-    /// `DECRBY key by` (its keyspace event is `decrby`, where Redisson's scripts call `decr`
-    /// or `decrby`); otherwise as [`SyncStore::incr_by`] with `-by`.
+    /// `DECRBY key by` (replicated as such; its keyspace event is `incrby`, as Redis fires for
+    /// `DECR` and `DECRBY` alike); otherwise as [`SyncStore::incr_by`] with `-by`.
     fn decr_by(&mut self, key: &[u8], by: i64) -> Result<i64>;
     /// `ZRANGEBYSCORE key min max WITHSCORES [LIMIT 0 n]`: members with `min <= score <= max`,
     /// lowest score first (ties by member), at most `limit` of them (`Some(0)`: none).
@@ -311,4 +318,7 @@ pub trait RateStore: SyncStore {
     }
     /// The zset at `key` now holds `total` permits in all (its members' sum).
     fn note_total(&mut self, _key: &[u8], _total: u64) {}
+    /// `PERSIST key` on a key known to have an expiry: true if it had one (Redisson's
+    /// `clearExpire` over the limiter's keys).
+    fn persist(&mut self, key: &[u8]) -> bool;
 }

@@ -31,6 +31,9 @@ use crate::ffi::{Arg, Key, KeyKind};
 use redis_module::raw;
 
 const ZSET: u32 = raw::REDISMODULE_NOTIFY_ZSET as u32;
+const GENERIC: u32 = raw::REDISMODULE_NOTIFY_GENERIC as u32;
+/// `RM_SetAbsExpire`'s "no expiry": the key's TTL is removed.
+const NO_EXPIRE: i64 = raw::REDISMODULE_NO_EXPIRE as i64;
 
 /// The most zsets whose totals are remembered (about 80 bytes each, plus the name).
 pub const MAX_ENTRIES: usize = 1 << 16;
@@ -107,7 +110,7 @@ impl RateStore for RedisStore<'_> {
         // members, and the command is one line however many they are.
         let (lo, hi) = (score_text(min), score_text(max));
         let args = [Arg::S(k.name.raw()), Arg::B(lo.as_bytes()), Arg::B(hi.as_bytes())];
-        self.effect(ZSET, c"zrembyscore", k.name.raw(), c"ZREMRANGEBYSCORE", &args);
+        self.effect(ZSET, c"zremrangebyscore", k.name.raw(), c"ZREMRANGEBYSCORE", &args);
         self.notify_if_deleted(i);
         gone.len()
     }
@@ -124,6 +127,17 @@ impl RateStore for RedisStore<'_> {
             stats::RATE_WINDOW_SUMS.inc();
         }
         known
+    }
+
+    fn persist(&mut self, key: &[u8]) -> bool {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() == KeyKind::Empty || k.key.expire_at().is_none() || !k.key.set_expire_at(NO_EXPIRE) {
+            return false;
+        }
+        let name = k.name.raw();
+        self.effect(GENERIC, c"persist", name, c"PERSIST", &[Arg::S(name)]);
+        true
     }
 
     fn note_total(&mut self, key: &[u8], total: u64) {

@@ -180,6 +180,22 @@ impl Store for RedisStore<'_> {
         self.effect_on(indexed, key, k.name.raw(), HASH, c"hset", c"HSET", &args);
     }
 
+    fn hash_set_many(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) {
+        let names: Vec<(Name, Name)> = pairs.iter().map(|(f, v)| (self.name(f), self.name(v))).collect();
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        let mut args = Vec::with_capacity(1 + 2 * pairs.len());
+        args.push(Arg::S(k.name.raw()));
+        let mut indexed = false;
+        for ((f, v), (field, value)) in names.iter().zip(pairs) {
+            k.key.hash_set(f.raw(), v.raw());
+            indexed |= self.index_field(key, field, parse_i64(value));
+            args.extend([Arg::S(f.raw()), Arg::S(v.raw())]);
+        }
+        self.last_int = None;
+        self.effect_on(indexed, key, k.name.raw(), HASH, c"hset", c"HSET", &args);
+    }
+
     fn hash_del(&mut self, key: &[u8], field: &[u8]) {
         let f = self.name(field);
         let i = self.slot(key);

@@ -1,6 +1,6 @@
 //! Module strings that live as long as the module: the few constant hash fields, values,
 //! messages and replicated arguments the O(1) paths hand Redis on every call (`1`, `-1`,
-//! `mode`, `read`, `PXAT`, ...). Handing Redis one of these costs a reference count where a
+//! `mode`, `read`, `PXAT`, a rate limiter's fields, ...). Handing Redis one of these costs a reference count where a
 //! fresh string costs an allocation and a free (about 300 instructions a string, next to some
 //! 12,000 for a whole `LOCK.ACQUIRE`).
 //!
@@ -18,13 +18,14 @@ use redis_module::raw;
 use super::StrRef;
 
 /// The shared words, in the order of [`SHARED`].
-const WORDS: [&[u8]; 8] = [b"1", b"-1", b"0", b"mode", b"read", b"write", b"PXAT", b"2"];
+const WORDS: [&[u8]; 12] =
+    [b"1", b"-1", b"0", b"mode", b"read", b"write", b"PXAT", b"2", b"rate", b"interval", b"type", b"keepAliveTime"];
 
 #[allow(clippy::declare_interior_mutable_const)]
 const NONE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 /// Created on first use, then never freed. Only Redis' main thread runs module commands, so
 /// the atomics are only there to make the statics safe to declare.
-static SHARED: [AtomicPtr<raw::RedisModuleString>; 8] = [NONE; 8];
+static SHARED: [AtomicPtr<raw::RedisModuleString>; 12] = [NONE; 12];
 
 fn index(b: &[u8]) -> Option<usize> {
     // A match compiles to a length switch and one comparison: cheaper than the string it saves.
@@ -37,6 +38,11 @@ fn index(b: &[u8]) -> Option<usize> {
         b"write" => 5,
         b"PXAT" => 6,
         b"2" => 7,
+        // The rate limiter's hash fields, read by every call of a limiter.
+        b"rate" => 8,
+        b"interval" => 9,
+        b"type" => 10,
+        b"keepAliveTime" => 11,
         _ => return None,
     })
 }

@@ -53,6 +53,12 @@ pub const COMMANDS: &[&str] = &[
     "incrby",
     "zrangebyscore",
     "zcount",
+    "hsetnx",
+    "zremrangebyscore",
+    "zcard",
+    "pexpireat",
+    "persist",
+    "gcra",
 ];
 
 /// The (command, key or channel) pairs the script of `kind` may run, for a call [`plan`]
@@ -156,6 +162,7 @@ pub fn inner_commands(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> V
             v.extend(on(&["zincrby", "zrem"], Key(1)));
         }
         Kind::Sync(k) => v = sync_inner(k, publish),
+        Kind::Rate(k) => v = k.inner_commands().into_iter().map(|(c, i)| (c, On::Key(i))).collect(),
         Kind::Lua(_) => {}
     }
     // A script that publishes with `redis.call('publish', ...)` checks PUBLISH whatever `env`.

@@ -33,8 +33,13 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
-    if let Kind::Sync(k) = kind {
-        return match super::sync_exec::run(ctx, args, k, native) {
+    let answered = match kind {
+        Kind::Sync(k) => Some(super::sync_exec::run(ctx, args, k, native)),
+        Kind::Rate(k) => Some(super::rate_exec::run(ctx, args, k)),
+        _ => None,
+    };
+    if let Some(answered) = answered {
+        return match answered {
             Ok(reply) => {
                 super::stats::native(native);
                 Outcome::Reply(reply)

@@ -76,7 +76,7 @@ fn filter(call: FilterCall, eval: bool) -> Left {
         Left::Lua(Some(Some(row)))
     };
     let kind = ROWS[row].kind;
-    if rewrite::native_of(kind).is_none() {
+    if rewrite::native_of(kind).is_none() || !rewrite::runs_here(kind) {
         return lua(Cause::NotAccelerated);
     }
     // A script known not to be in this server's script cache: Redis answers the `EVALSHA`

@@ -34,6 +34,17 @@ pub enum Native {
     PsemAcquired,
     CountdownTrySet,
     CountdownDecr,
+    // The rate limiter (`super::rate_rewrite`).
+    RateTrySet,
+    RateSet,
+    RateAcquire,
+    RateAvailable,
+    RateRelease,
+    /// `RedissonExpirable`'s helpers over a limiter's keys: no command of their own, they
+    /// run under `RATELIMITER.SETRATE`'s entry (its flags, ACL, `INFO commandstats`).
+    RateExpire,
+    /// `RGcra`'s bodies, under the module's `GCRA` (only where it is registered).
+    Gcra,
 }
 
 impl Native {
@@ -67,6 +78,12 @@ impl Native {
             Native::PsemAcquired => "psemaphore.acquired",
             Native::CountdownTrySet => "countdown.trysetcount",
             Native::CountdownDecr => "countdown.decr",
+            Native::RateTrySet => "ratelimiter.trysetrate",
+            Native::RateSet | Native::RateExpire => "ratelimiter.setrate",
+            Native::RateAcquire => "ratelimiter.acquire",
+            Native::RateAvailable => "ratelimiter.available",
+            Native::RateRelease => "ratelimiter.release",
+            Native::Gcra => "gcra",
         }
     }
 }

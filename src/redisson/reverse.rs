@@ -89,6 +89,7 @@ pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<C
         }
         Kind::FairCancel => (vec![names::fair_queue(&name), names::fair_timeouts(&name)], vec![arg(1)?, arg(2)?]),
         Kind::Sync(k) => super::sync_rewrite::script_call(k, native, env, now_ms)?,
+        Kind::Rate(k) => super::rate_rewrite::script_call(k, native)?,
         Kind::Lua(_) => return None,
     };
     Some(call)

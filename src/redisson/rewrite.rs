@@ -30,8 +30,18 @@ pub fn native_of(kind: Kind) -> Option<Native> {
         Kind::FairCancel => Native::FairCancel,
         Kind::FairForceUnlock { .. } => Native::FairForceUnlock,
         Kind::Sync(k) => super::sync_rewrite::native(k),
+        Kind::Rate(k) => super::rate_rewrite::native(k),
         Kind::Lua(_) => return None,
     })
+}
+
+/// Whether a call of `kind` can run natively on this server at all (`RGcra`'s bodies need
+/// the module's own `GCRA`).
+pub fn runs_here(kind: Kind) -> bool {
+    match kind {
+        Kind::Rate(k) => super::rate_rewrite::runs_here(k),
+        _ => true,
+    }
 }
 
 /// What a recognised call becomes.
@@ -272,6 +282,7 @@ pub fn plan(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> Option<Plan
             vec![A::Own(lock), A::Argv(0), A::Argv(1)]
         }
         Kind::Sync(k) => super::sync_rewrite::plan(k, keys, argv, env)?,
+        Kind::Rate(k) => super::rate_rewrite::plan(k, keys, argv)?,
         Kind::Lua(_) => return None,
     };
     Some(Plan { native, args })

@@ -90,8 +90,8 @@ fn redisson_call(kind: Kind, name: &str, env: Env) -> (Vec<Vec<u8>>, Vec<Vec<u8>
             cat(vec![vec![b("0"), b("1700000000123")], publish(p)]),
         ),
         Kind::FairCancel => (vec![names::fair_queue(n), names::fair_timeouts(n)], vec![b(OWNER), b("5000")]),
-        // Covered by sync_rewrite_tests.rs.
-        Kind::Sync(_) | Kind::Lua(_) => (vec![b(name)], vec![]),
+        // Covered by sync_rewrite_tests.rs and rate_rewrite_tests.rs.
+        Kind::Sync(_) | Kind::Rate(_) | Kind::Lua(_) => (vec![b(name)], vec![]),
     }
 }
 
@@ -116,7 +116,7 @@ fn resolve(p: &Plan, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> Vec<Vec<u8>> {
 fn every_mapped_script_round_trips_through_the_native_arguments() {
     for row in ROWS {
         for env in [GLOBAL, SHARDED] {
-            if matches!(row.kind, Kind::Lua(_) | Kind::Sync(_)) {
+            if matches!(row.kind, Kind::Lua(_) | Kind::Sync(_) | Kind::Rate(_)) {
                 continue;
             }
             let fixed = row.kind.publishes_fixed();

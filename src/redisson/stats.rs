@@ -35,9 +35,16 @@ const KINDS: [Native; N] = [
     Native::PsemAcquired,
     Native::CountdownTrySet,
     Native::CountdownDecr,
+    Native::RateTrySet,
+    Native::RateSet,
+    Native::RateAcquire,
+    Native::RateAvailable,
+    Native::RateRelease,
+    Native::RateExpire,
+    Native::Gcra,
 ];
 
-const N: usize = 27;
+const N: usize = 34;
 
 /// The `INFO` field of each kind (Redis prefixes `lockmod_`).
 const FIELDS: [&str; N] = [
@@ -68,6 +75,13 @@ const FIELDS: [&str; N] = [
     "redisson_psemaphore_acquired",
     "redisson_countdown_trysetcount",
     "redisson_countdown_decr",
+    "redisson_ratelimiter_trysetrate",
+    "redisson_ratelimiter_setrate",
+    "redisson_ratelimiter_acquire",
+    "redisson_ratelimiter_available",
+    "redisson_ratelimiter_release",
+    "redisson_ratelimiter_expire",
+    "redisson_gcra",
 ];
 
 #[allow(clippy::declare_interior_mutable_const)]

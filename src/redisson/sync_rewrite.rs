@@ -19,17 +19,10 @@ use crate::core::parse_i64;
 use crate::core::permits::{ID_LEN, MAX_ACQUIRE, NO_LEASE};
 use crate::core::sync_names::{latch_channel, permit_timeouts, semaphore_channel};
 
-/// The largest count the module answers for: Lua writes and publishes counts as doubles,
-/// formatted by the server (`%.14g`-like formats turn 1e14 into `1e+14`).
-pub const LUA_SAFE: i64 = 99_999_999_999_999;
+pub use crate::core::numbers::{lua_safe_int as safe_int, LUA_SAFE};
 
 /// The largest absolute expiry (or client clock) accepted: a zset score is a double.
 const MAX_SCORE: i64 = 1 << 53;
-
-/// A canonical integer within ±[`LUA_SAFE`].
-pub fn safe_int(b: &[u8]) -> Option<i64> {
-    parse_i64(b).filter(|v| (-LUA_SAFE..=LUA_SAFE).contains(v))
-}
 
 fn count(b: &[u8]) -> bool {
     safe_int(b).is_some_and(|v| v >= 0)

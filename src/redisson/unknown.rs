@@ -1,5 +1,5 @@
-//! Scripts not in the table that look like Redisson's lock scripts, counted in `INFO lockmod`
-//! so an operator sees a Redisson release whose scripts the module does not know.
+//! Scripts not in the table that look like Redisson's lock or rate-limiter scripts, counted in
+//! `INFO lockmod` so an operator sees a Redisson release whose scripts the module does not know.
 
 use crate::core::names;
 
@@ -40,6 +40,9 @@ pub fn looks_like_redisson(keys: &[&[u8]], argv: &[&[u8]]) -> bool {
         names::fair_timeouts(name),
         names::token(name),
         names::key_prefix(name),
+        // A rate limiter's value and grants (`RRateLimiter`).
+        names::suffix(name, b"value"),
+        names::suffix(name, b"permits"),
     ];
     let latch = names::unlock_latch(name, b"");
     let holds = names::suffix(name, b"");
@@ -73,6 +76,7 @@ mod tests {
             (k(&["a{b}", "redisson_lock_queue:a{b}", "x"]), k(&[])),
             (k(&["l", "redisson_unlock_latch:{l}:abc"]), k(&[])),
             (k(&["l", "{l}:someone:rwlock_timeout"]), k(&[])),
+            (k(&["l", "{l}:value", "{l}:value:id", "{l}:permits", "{l}:permits:id"]), k(&["1"])),
         ];
         for (keys, argv) in &yes {
             assert!(looks_like_redisson(&refs(keys), &refs(argv)), "{keys:?} {argv:?}");

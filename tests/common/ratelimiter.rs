@@ -112,3 +112,9 @@ pub fn grants(c: &mut redis::Connection, key: &str) -> Vec<(i64, u32)> {
         })
         .collect()
 }
+
+/// `RGcra` (4.7.0+): `trySetRate` (KEYS `{name}:config`), `setRate` and `tryAcquire` (KEYS
+/// `{name}:config`, name).
+pub const GCRA_TRY_SET: &str = "31e2744ec67810e2a7dd71e4b68f8fd337e35cc0";
+pub const GCRA_SET: &str = "704cc2c3dc85448aea11a1e79dedc4148fd79935";
+pub const GCRA_ACQUIRE: &str = "6a25e0dd97bfb4d135e9094e13c3a7cb05a4274a";
