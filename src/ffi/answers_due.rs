@@ -53,20 +53,51 @@ pub const fn order_of(version: i32) -> AnswerOrder {
     }
 }
 
-/// This server's [`AnswerOrder`].
+/// The environment variable that makes a later server take Redis 7.2's path: `handover`. For
+/// tests: CI has no 7.2 binary, and this runs 7.2's code on Valkey 9 there. Ignored (and
+/// logged) where the server cannot take it: Redis 7.0 has no calls that may block.
+pub const ORDER_ENV: &str = "LOCKMOD_TEST_ANSWER_ORDER";
+
+/// 0: not known yet, then 1 + the order's index in [`ORDERS`].
+static ORDER: AtomicU8 = AtomicU8::new(0);
+const ORDERS: [AnswerOrder; 3] = [AnswerOrder::BeforeSleepEvent, AnswerOrder::Handover, AnswerOrder::Immediate];
+
+fn store(order: AnswerOrder) -> AnswerOrder {
+    let n = ORDERS.iter().position(|o| *o == order).unwrap_or(2);
+    ORDER.store(n as u8 + 1, Relaxed);
+    order
+}
+
+/// Decides this server's order at load, from its version and [`ORDER_ENV`].
+pub fn init() -> AnswerOrder {
+    // SAFETY: no arguments; returns the server's version as 0x00MMmmpp.
+    let version = unsafe { api!(RedisModule_GetServerVersion)() };
+    let order = order_of(version);
+    match std::env::var(ORDER_ENV) {
+        Err(_) => store(order),
+        Ok(v) if v == "handover" && order != AnswerOrder::BeforeSleepEvent => store(AnswerOrder::Handover),
+        Ok(v) => {
+            log(c"warning", &format!("lockmod: {ORDER_ENV}={v} ignored here (only `handover`, on Redis 7.2 or later)"));
+            store(order)
+        }
+    }
+}
+
+/// This server's [`AnswerOrder`] ([`init`]'s, or the version's if not loaded through it).
 pub fn answer_order() -> AnswerOrder {
-    // 0: not known yet, then 1 + the order's index.
-    static ORDER: AtomicU8 = AtomicU8::new(0);
-    const ORDERS: [AnswerOrder; 3] = [AnswerOrder::BeforeSleepEvent, AnswerOrder::Handover, AnswerOrder::Immediate];
     match ORDER.load(Relaxed) {
         n @ 1..=3 => ORDERS[n as usize - 1],
-        _ => {
-            // SAFETY: no arguments; returns the server's version as 0x00MMmmpp.
-            let order = order_of(unsafe { api!(RedisModule_GetServerVersion)() });
-            let n = ORDERS.iter().position(|o| *o == order).unwrap_or(2);
-            ORDER.store(n as u8 + 1, Relaxed);
-            order
-        }
+        // SAFETY: no arguments; returns the server's version as 0x00MMmmpp.
+        _ => store(order_of(unsafe { api!(RedisModule_GetServerVersion)() })),
+    }
+}
+
+/// What `INFO lockmod` shows as `lockmod_answer_order`.
+pub fn answer_order_name() -> &'static str {
+    match answer_order() {
+        AnswerOrder::BeforeSleepEvent => "before-sleep-event",
+        AnswerOrder::Handover => "handover",
+        AnswerOrder::Immediate => "immediate",
     }
 }
 

@@ -32,8 +32,9 @@ use super::{Ctx, RawCtx, RawStr, OK};
 /// The module's own command that makes the handle.
 pub const COMMAND: &CStr = c"lockmod.handover";
 
-/// Its flags: an admin command (ACL, not shown by `MONITOR` or the slow log).
-pub const FLAGS: &CStr = c"admin no-monitor no-slowlog";
+/// Its flags: an admin command (ACL), not shown by `MONITOR` or the slow log, that runs
+/// whenever the module may answer (loading, a stale replica, a busy script).
+pub const FLAGS: &CStr = c"admin no-monitor no-slowlog allow-loading allow-stale allow-busy";
 
 thread_local! {
     /// The module is calling [`COMMAND`] itself.

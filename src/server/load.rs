@@ -171,8 +171,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     register_stand_ins(ctx);
     // Redis 7.2 (Valkey 7.2): the module's own command that lets it answer parked clients
-    // safely there (`ffi::handover`). Without it BLOCK could crash that server: no load.
-    if ffi::answers_due::answer_order() == ffi::answers_due::AnswerOrder::Handover
+    // safely there (`ffi::handover`; `ffi::answers_due` says which path this server takes).
+    // Without it BLOCK could crash that server: no load.
+    if ffi::answers_due::init() == ffi::answers_due::AnswerOrder::Handover
         && !ffi::create_command(ctx, ffi::handover::COMMAND, ffi::handover::command, ffi::handover::FLAGS, 0, 0, 0)
     {
         ctx.log_warning("lockmod: could not register lockmod.handover, which Redis 7.2 needs");

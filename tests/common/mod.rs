@@ -16,6 +16,7 @@ pub mod parked;
 pub mod ratelimiter;
 pub mod redisson;
 pub mod redisson_calls;
+pub mod server_version;
 pub mod sync_calls;
 pub mod sync_pair;
 pub mod sync_states;
