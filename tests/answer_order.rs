@@ -52,7 +52,7 @@ fn info_names_the_way_this_release_answers_parked_clients() {
 
 /// `lockmod.handover` exists only where the module answers through it, and is nobody's but
 /// the module's: a client calling it, alone or in a transaction, gets an error and blocks
-/// nothing.
+/// nothing; a user without `@admin` may not call it at all.
 #[test]
 fn lockmod_handover_is_the_modules_own() {
     let s = Server::start();
@@ -68,6 +68,10 @@ fn lockmod_handover_is_the_modules_own() {
     let r: Result<Value, _> = p.query(&mut c);
     assert!(format!("{r:?}").contains("the module's own"), "{r:?}");
     assert_eq!(call(&mut c, &["PING"]), Ok(Value::SimpleString("PONG".into())));
+    common::acl::user(&mut c, "app", &["~*", "&*", "+@all", "-@admin"]);
+    let mut app = common::acl::conn_as(&s, "app");
+    let e = call(&mut app, &["LOCKMOD.HANDOVER"]).expect_err("refused");
+    assert!(e.starts_with("NOPERM"), "{e}");
     assert_eq!(parked::blocked_clients(&mut c), 0);
 }
 

@@ -34,7 +34,7 @@ pub const COMMAND: &CStr = c"lockmod.handover";
 
 /// Its flags: an admin command (ACL), not shown by `MONITOR` or the slow log, that runs
 /// whenever the module may answer (loading, a stale replica, a busy script).
-pub const FLAGS: &CStr = c"admin no-monitor no-slowlog allow-loading allow-stale allow-busy";
+const FLAGS: &CStr = c"admin no-monitor no-slowlog allow-loading allow-stale allow-busy";
 
 thread_local! {
     /// The module is calling [`COMMAND`] itself.
@@ -45,6 +45,24 @@ thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };
     /// The hook the released handle runs.
     static HOOK: Cell<Option<SleepHook>> = const { Cell::new(None) };
+}
+
+/// Registers [`COMMAND`] (at load, where the module answers through it), in the ACL
+/// categories `@admin` and `@dangerous`, as Redis' own admin commands (a module command gets
+/// none from its flags). False if Redis refused the command.
+pub fn register(ctx: &redis_module::Context) -> bool {
+    if !super::create_command(ctx, COMMAND, command, FLAGS, 0, 0, 0) {
+        return false;
+    }
+    // SAFETY: the OnLoad context; the name is NUL-terminated.
+    let handle = unsafe { api!(RedisModule_GetCommand)(ctx.ctx, COMMAND.as_ptr()) };
+    if let Some(set) = opt!(RedisModule_SetCommandACLCategories) {
+        // SAFETY: a live command of this module (checked not null); a NUL-terminated list.
+        if !handle.is_null() && unsafe { set(handle, c"admin dangerous".as_ptr()) } != OK {
+            super::log(c"warning", "lockmod: ACL categories of lockmod.handover rejected");
+        }
+    }
+    true
 }
 
 /// The private data of a released handle: not null, so that Redis calls [`released`].
@@ -89,7 +107,7 @@ fn make(ctx: &Ctx) -> Option<*mut raw::RedisModuleBlockedClient> {
 }
 
 /// `lockmod.handover`: blocks the module's own call for [`make`]; refuses anyone else.
-pub extern "C" fn command(ctx: RawCtx, _argv: *mut RawStr, _argc: c_int) -> c_int {
+extern "C" fn command(ctx: RawCtx, _argv: *mut RawStr, _argc: c_int) -> c_int {
     let ctx = Ctx(ctx);
     if !CALLING.with(Cell::get) {
         ctx.reply_error("ERR lockmod.handover is the module's own, not for clients");

@@ -173,9 +173,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Redis 7.2 (Valkey 7.2): the module's own command that lets it answer parked clients
     // safely there (`ffi::handover`; `ffi::answers_due` says which path this server takes).
     // Without it BLOCK could crash that server: no load.
-    if ffi::answers_due::init() == ffi::answers_due::AnswerOrder::Handover
-        && !ffi::create_command(ctx, ffi::handover::COMMAND, ffi::handover::command, ffi::handover::FLAGS, 0, 0, 0)
-    {
+    if ffi::answers_due::init() == ffi::answers_due::AnswerOrder::Handover && !ffi::handover::register(ctx) {
         ctx.log_warning("lockmod: could not register lockmod.handover, which Redis 7.2 needs");
         return Status::Err;
     }
