@@ -38,11 +38,60 @@ test: build ## Unit tests, then integration, Python and Rust client and docs exa
 	  fi; \
 	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
 	  SERVER=$$s $(CARGO) test --tests; \
+	  $(MAKE) --no-print-directory test-handover SERVER=$$s; \
 	  $(MAKE) --no-print-directory test-python SERVER=$$s; \
 	  $(MAKE) --no-print-directory test-rust-client SERVER=$$s; \
 	  $(MAKE) --no-print-directory test-docs SERVER=$$s; \
 	done
 	$(MAKE) --no-print-directory test-node
+
+# Redis 7.2's way of answering parked clients (docs/design.md, "A grant and its reply"), run
+# on a later server, where the module takes it when LOCKMOD_TEST_ANSWER_ORDER=handover: CI has
+# no 7.2. Redis 7.0 cannot take it (its way is tested by the suite itself), and a 7.2 takes it
+# anyway; both say so and run nothing here.
+.PHONY: test-handover
+test-handover: build ## The answer races with Redis 7.2's hand-over forced on a later server (SERVER=redis|valkey)
+	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
+	bin=$$(bash scripts/server-bin.sh $$s); \
+	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
+	v=$$($$bin --version | sed -n 's/.* v=\([0-9.]*\) .*/\1/p'); \
+	case "$$v" in \
+	  6.*|7.0.*) echo "=== $$s $$v answers from its before-sleep event: Redis 7.2's hand-over cannot run there" ;; \
+	  7.1.*|7.2.*) echo "=== $$s $$v takes Redis 7.2's hand-over itself: its integration tests ran it" ;; \
+	  *) echo "=== Redis 7.2's hand-over forced on $$s $$v"; \
+	     LOCKMOD_TEST_ANSWER_ORDER=handover SERVER=$$s $(CARGO) test --test answer_order --test grant_race --test grant_storm --test replica_sync ;; \
+	esac
+
+# Servers CI does not have (docs/design.md, "Which servers are tested where"): every suite of
+# `make test` on each binary given, e.g. binaries built from source:
+#   make test-compat REDIS_72=/path/redis-7.2.4/src/redis-server REDIS_74=/path/redis-7.4.1/src/redis-server
+# REDIS_72 must be a Redis (or Valkey) 7.2, REDIS_74 a Redis 7.4 or later; at least one must be
+# given, and one not given is reported as not tested.
+.PHONY: test-compat
+test-compat: build python-env clients/node/node_modules/.package-lock.json ## Every suite on the Redis 7.2 / 7.4 binaries given (REDIS_72=path REDIS_74=path)
+	@set -e; \
+	if [ -z "$(REDIS_72)$(REDIS_74)" ]; then echo "*** make test-compat REDIS_72=<redis-server 7.2> REDIS_74=<redis-server 7.4>: no binary given, nothing tested ***" >&2; exit 1; fi; \
+	for pair in "REDIS_72:$(REDIS_72):7.1.* 7.2.*" "REDIS_74:$(REDIS_74):7.3.* 7.4.* 7.[5-9].* [89].* [1-9][0-9].*"; do \
+	  name=$${pair%%:*}; rest=$${pair#*:}; bin=$${rest%%:*}; want=$${rest#*:}; \
+	  if [ -z "$$bin" ]; then echo "*** $$name not given: NOT tested ***" >&2; continue; fi; \
+	  [ -x "$$bin" ] || { echo "*** $$name=$$bin is not an executable ***" >&2; exit 1; }; \
+	  v=$$($$bin --version | sed -n 's/.* v=\([0-9.]*\) .*/\1/p'); ok=; \
+	  for w in $$want; do case "$$v" in $$w) ok=1 ;; esac; done; \
+	  [ -n "$$ok" ] || { echo "*** $$name=$$bin is version $$v, not the release $$name names ***" >&2; exit 1; }; \
+	  so=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}; \
+	  echo "=== integration tests on $$bin ($$v)"; \
+	  REDIS_SERVER=$$bin $(CARGO) test --tests; \
+	  if [ "$$name" = REDIS_74 ]; then \
+	    echo "=== Redis 7.2's hand-over forced on $$bin ($$v)"; \
+	    LOCKMOD_TEST_ANSWER_ORDER=handover REDIS_SERVER=$$bin $(CARGO) test --test answer_order --test grant_race --test grant_storm --test replica_sync; \
+	  fi; \
+	  echo "=== Python library tests on $$bin ($$v)"; \
+	  (cd clients/python && REDIS_SERVER=$$bin LOCKMOD_MODULE=$$so "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests); \
+	  echo "=== Node library tests on $$bin ($$v)"; \
+	  (cd clients/node && REDIS_SERVER=$$bin LOCKMOD_MODULE=$$so node --test --test-timeout=120000 test/*.test.js); \
+	  echo "=== Rust client tests on $$bin ($$v)"; \
+	  REDIS_SERVER=$$bin LOCKMOD_MODULE=$$so $(CARGO) test -p redis-lockmod-client --lib --tests; \
+	done
 
 # The Node library (clients/node): npm ci (versions pinned in package-lock.json), then node's
 # test runner against the debug module ($$LOCKMOD_MODULE wins), once per server as above.

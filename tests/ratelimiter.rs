@@ -293,12 +293,7 @@ fn every_derived_key_is_checked_against_the_acl_before_any_write() {
     // A user who may only read the limiter: the key spec makes the server refuse the write.
     user(&mut admin, "ro", &["%R~*", "+@all"]);
     let mut r = conn_as(&s, "ro");
-    let theirs = if is_valkey() {
-        "NOPERM No permissions to access a key"
-    } else {
-        "NOPERM this user has no permissions to access one of the keys used as arguments"
-    };
-    denied(&mut admin, &mut r, &["RATELIMITER.ACQUIRE", "r", "1"], theirs);
+    denied(&mut admin, &mut r, &["RATELIMITER.ACQUIRE", "r", "1"], server_version::key_denied());
 }
 
 fn state(c: &mut redis::Connection) -> Vec<(String, String, Value, i64)> {

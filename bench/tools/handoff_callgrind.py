@@ -9,7 +9,7 @@ bench` on a shared machine, but not exact: timers that run by the clock (the 5 m
 locks) run more often per critical section when the machine is slower, which moves the figure by
 a few percent with the load. Compare two builds back to back.
 
-usage: .venv/bin/python bench/tools/handoff_callgrind.py MODULE.so lock|rw|fair [K] [N]
+usage: [REDIS_SERVER=path] .venv/bin/python bench/tools/handoff_callgrind.py MODULE.so lock|rw|fair [K] [N]
 (needs valgrind and redis-py: `make test-python` installs it into .venv)
 """
 import os
@@ -48,7 +48,7 @@ def main():
     out = os.path.join(tempfile.mkdtemp(prefix="handoff-cg-"), "cg.out")
     server = subprocess.Popen(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--instr-atstart=no",
-         "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         os.environ.get("REDIS_SERVER", "redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--loadmodule", os.path.abspath(module)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     admin = redis.Redis(port=port)

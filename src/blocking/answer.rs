@@ -7,20 +7,21 @@
 //! - the answer carries the grant's [`GiveBack`]: if Redis drops it unwritten (`CLIENT
 //!   UNBLOCK ... ERROR`, `CLIENT KILL`, a disconnect), it comes back through
 //!   `Parked::on_undelivered` and is given back (`give_back`), as a release would;
-//! - on Redis 7.0, where a timeout at that moment (the BLOCK time running out, `CLIENT
-//!   UNBLOCK ... TIMEOUT`) would drop the answer with no reply at all
-//!   ([`crate::ffi::blocked::answers_wait`]), the client stays parked in Redis' eyes, in
-//!   [`ANSWERED`], until the before-sleep hook hands the answers to Redis, right before Redis
-//!   writes them. Until then Redis calls the client's own callbacks: a timeout is answered
-//!   with the grant (what the command would reply now: the client holds it), an error or a
-//!   disconnect gives the grant back. Exactly one reply either way, none lost.
+//! - before Redis 7.4, where a timeout at that moment (the BLOCK time running out, `CLIENT
+//!   UNBLOCK ... TIMEOUT`) would drop the answer with no reply at all (7.0) or trip the
+//!   server's assertion (7.2) ([`crate::ffi::answers_due`]), the client stays parked in
+//!   Redis' eyes, in [`ANSWERED`], until the hook hands the answers to Redis, right before
+//!   Redis writes them (7.0: its before-sleep event; 7.2: a handle of the module's own in its
+//!   list of unblocked clients). Until then Redis calls the client's own callbacks: a timeout
+//!   is answered with the grant (what the command would reply now: the client holds it), an
+//!   error or a disconnect gives the grant back. Exactly one reply either way, none lost.
 
 use std::cell::RefCell;
 
 use super::request::Request;
 use super::waiter::{Handle, LockId, Waiter};
 use crate::core::{permits, Reply};
-use crate::ffi::blocked::{answers_wait, before_next_sleep};
+use crate::ffi::answers_due::{answers_wait, before_answers_written};
 use crate::ffi::Ctx;
 
 /// What undoes a grant: the release its holder would send.
@@ -73,7 +74,7 @@ impl GiveBack {
 /// A grant to give back, and its lock: what an answer carries in case it is lost.
 pub type Undelivered = (LockId, GiveBack);
 
-/// A client answered but still parked in Redis' eyes (Redis 7.0): see the file's notes.
+/// A client answered but still parked in Redis' eyes (before Redis 7.4): see the file's notes.
 pub(super) struct Answered {
     client: u64,
     pub(super) bc: Handle,
@@ -89,7 +90,7 @@ thread_local! {
 /// Answers `w`, which left its lock's waiters, with `reply`; `give_back` undoes the grant the
 /// reply reports, should the reply never reach the client.
 pub(super) fn answer(ctx: &Ctx, w: Waiter, reply: Reply, give_back: Option<Undelivered>) {
-    if !answers_wait() || !before_next_sleep(ctx, before_sleep) {
+    if !answers_wait() || !before_answers_written(ctx, before_sleep) {
         return w.bc.answer(reply, give_back);
     }
     let a = Answered { client: w.client, bc: w.bc, reply, give_back };
@@ -116,7 +117,7 @@ fn take(is: impl Fn(&Answered) -> bool) -> Option<Answered> {
     })
 }
 
-/// The before-sleep hook: hands every waiting answer to Redis, which writes them right after.
+/// The hook: hands every waiting answer to Redis, which writes them right after.
 /// True if it handed any.
 fn before_sleep(_ctx: &Ctx) -> bool {
     let due = ANSWERED.with(|l| std::mem::take(&mut *l.borrow_mut()));

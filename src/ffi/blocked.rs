@@ -11,19 +11,17 @@
 //! answer carries what undoes it ([`BlockCallbacks::Undelivered`]), and whether it was written
 //! is known when Redis frees it: [`BlockCallbacks::on_undelivered`] gets it back otherwise.
 //!
-//! Redis 7.0 (and 7.2) also drop an answer on a timeout in between (the BLOCK time running
-//! out, or `CLIENT UNBLOCK ... TIMEOUT`): the timeout callback is skipped, so the client gets
-//! no reply at all (7.4 and Valkey 8 ignore the timeout and write the answer). There, [`answers_wait`] says
-//! so, and the code that answers keeps the client parked until [`before_next_sleep`]'s hook,
-//! which 7.0 runs right before it handles unblocked clients.
+//! Before 7.4 a timeout in between (the BLOCK time running out, `CLIENT UNBLOCK ...
+//! TIMEOUT`) drops the answer too, with no reply at all (7.0), or trips an assertion (7.2):
+//! there the code that answers keeps the client parked until Redis is about to write answers
+//! (`answers_due`).
 
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use redis_module::raw;
 
+use super::answers_due;
 use super::latency::timed;
 use super::log::guarded;
 use super::{Ctx, RawCtx, RawStr, OK};
@@ -135,103 +133,6 @@ impl Ctx {
     }
 }
 
-/// Whether an answer must wait for [`before_next_sleep`]'s hook: on a server that drops an
-/// answer on a timeout before writing it (Redis before 7.4; see the file's notes) and runs
-/// the hook right before it writes answers (Redis before 7.2). On 7.2, which does the first
-/// but not the second, nothing here makes a timeout racing an answer safe: that release trips
-/// an assertion of its own on it (fixed in 7.4, redis/redis#13015).
-pub fn answers_wait() -> bool {
-    // 0: not known yet, 1: no, 2: yes.
-    static WAIT: AtomicU8 = AtomicU8::new(0);
-    match WAIT.load(Relaxed) {
-        1 => false,
-        2 => true,
-        _ => {
-            // SAFETY: no arguments; returns the server's version as 0x00MMmmpp.
-            let version = unsafe { api!(RedisModule_GetServerVersion)() };
-            let wait = version < 0x0007_0200;
-            WAIT.store(if wait { 2 } else { 1 }, Relaxed);
-            wait
-        }
-    }
-}
-
-/// A hook of [`before_next_sleep`]: true if it handed answers to Redis.
-pub type SleepHook = fn(&Ctx) -> bool;
-
-thread_local! {
-    /// The hook of [`before_next_sleep`], while the event is subscribed.
-    static HOOK: Cell<Option<SleepHook>> = const { Cell::new(None) };
-    /// The hook is to run at the next sleep.
-    static DUE: Cell<bool> = const { Cell::new(false) };
-    /// The hook is running: the event must not be unsubscribed now (Redis reads its listener
-    /// after the call, so freeing it from inside would be a use after free).
-    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `hook` once, at the next sleep of the event loop (Redis 7.0: right before it writes the
-/// answers of unblocked clients); the hook says whether it handed answers to Redis. False if
-/// Redis refused. `ctx` must belong to the module (a command, timer or callback context).
-///
-/// The event (`EVENTLOOP`, which Redis fires before and after every sleep, a context made and
-/// freed each time) is subscribed only until the hook has run: it is dropped when Redis frees
-/// the first answer handed over (right after the hook, outside the event), or by a 0 ms timer
-/// when the hook handed none.
-///
-/// The event loop is woken, so that it does not sleep before the hook runs: a call made in
-/// `beforeSleep` after the event (a command of a client Redis just unblocked, run by
-/// `processUnblockedClients`) would otherwise leave its answer until the next timer, 5 to
-/// 100 ms later.
-pub fn before_next_sleep(ctx: &Ctx, hook: SleepHook) -> bool {
-    if !DUE.with(|d| d.replace(true)) {
-        // SAFETY: a main-thread call with a callback of the signature Redis expects and no
-        // data. It writes a byte to the module pipe, so the next poll returns at once.
-        unsafe { api!(RedisModule_EventLoopAddOneShot)(Some(wake), std::ptr::null_mut()) };
-    }
-    if HOOK.with(Cell::get).is_some() {
-        return true;
-    }
-    let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_EVENTLOOP, dataver: 1 };
-    // SAFETY: a live context of this module; the callback has the signature Redis expects.
-    let ok = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.0, event, Some(on_event_loop)) } == OK;
-    if ok {
-        HOOK.with(|h| h.set(Some(hook)));
-    } else {
-        DUE.with(|d| d.set(false));
-    }
-    ok
-}
-
-/// The wake-up of [`before_next_sleep`]: the poll has returned, which was all it was for.
-extern "C" fn wake(_data: *mut c_void) {}
-
-/// Drops the event once the hook has run and is not due again. Not from inside the event.
-fn unsubscribe_when_done(ctx: &Ctx) {
-    if IN_HOOK.with(Cell::get) || DUE.with(Cell::get) || HOOK.with(Cell::get).is_none() {
-        return;
-    }
-    let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_EVENTLOOP, dataver: 1 };
-    // SAFETY: a live context of this module, outside the event's own callback (checked
-    // above); a null callback removes the listener.
-    if unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.0, event, None) } == OK {
-        HOOK.with(|h| h.set(None));
-    }
-}
-
-extern "C" fn on_event_loop(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, _data: *mut c_void) {
-    if subevent != raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP || !DUE.with(|d| d.replace(false)) {
-        return;
-    }
-    let Some(hook) = HOOK.with(Cell::get) else { return };
-    let ctx = Ctx(ctx);
-    IN_HOOK.with(|h| h.set(true));
-    let handed = timed(ctx.0, c"lockmod-answers", || guarded("the before-sleep hook", false, || hook(&ctx)));
-    IN_HOOK.with(|h| h.set(false));
-    if !handed {
-        ctx.create_plain_timer(0, unsubscribe_when_done);
-    }
-}
-
 extern "C" fn on_reply<C: BlockCallbacks>(ctx: RawCtx, _argv: *mut RawStr, _argc: c_int) -> c_int {
     // SAFETY: called by Redis with the blocked client's context; the private data is the
     // `Sent` boxed by `answer` (or null), owned by Redis until `free_sent`, and touched by no
@@ -257,9 +158,7 @@ extern "C" fn free_sent<C: BlockCallbacks>(ctx: RawCtx, privdata: *mut c_void) {
     // `C`; Redis frees it once.
     let sent = unsafe { Box::from_raw(privdata as *mut Sent<C::Undelivered>) };
     let ctx = Ctx(ctx);
-    // Redis handles unblocked clients after the before-sleep event: the hook that handed this
-    // answer over has run.
-    unsubscribe_when_done(&ctx);
+    answers_due::answer_freed(&ctx);
     if sent.delivered {
         return;
     }

@@ -1,5 +1,6 @@
 //! The `INFO lockmod` section: its fields come from the function handed in at load
-//! (`crate::server`), plus what this floor knows itself (the keyspace subscriptions).
+//! (`crate::server`), plus what this floor knows itself (the keyspace subscriptions, the way
+//! parked clients are answered).
 
 use std::os::raw::c_int;
 use std::panic::catch_unwind;
@@ -39,4 +40,8 @@ extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_in
     let events = std::ffi::CString::new(super::events::keyspace_subscriptions()).unwrap_or_default();
     // SAFETY: live INFO context; Redis copies both strings.
     unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"keyspace_subscriptions".as_ptr(), events.as_ptr()) };
+    // How parked clients are answered on this server (`answers_due`).
+    let order = std::ffi::CString::new(super::answers_due::answer_order_name()).unwrap_or_default();
+    // SAFETY: live INFO context; Redis copies both strings.
+    unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, c"answer_order".as_ptr(), order.as_ptr()) };
 }

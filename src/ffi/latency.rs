@@ -41,6 +41,12 @@ pub fn should_record(ms: i64, threshold: impl FnOnce() -> i64) -> bool {
 
 /// `latency-monitor-threshold` in ms (0, "off", if it cannot be read).
 fn threshold(ctx: RawCtx) -> i64 {
+    // RM_Call reads the context's client: a blocked client's callback may have none (a
+    // handle released without a client, or a client gone).
+    // SAFETY: a live module context; RM_GetClientId checks for a missing client.
+    if unsafe { api!(RedisModule_GetClientId)(ctx) } == 0 {
+        return 0;
+    }
     // SAFETY: a live module context (a timer's or a blocked client's); "cc" passes two
     // NUL-terminated strings. The reply, owned by us, is freed below; the element and the
     // string pointer into it are used only before that.

@@ -64,12 +64,14 @@ mod reply;
 
 pub mod acl;
 pub mod alloc;
+pub mod answers_due;
 pub mod blocked;
 pub mod call;
 pub mod command;
 pub mod config;
 pub mod events;
 pub mod filter;
+pub mod handover;
 pub mod info;
 pub mod latency;
 pub mod lookup;

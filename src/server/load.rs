@@ -176,6 +176,13 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     register_stand_ins(ctx);
+    // Redis 7.2 (Valkey 7.2): the module's own command that lets it answer parked clients
+    // safely there (`ffi::handover`; `ffi::answers_due` says which path this server takes).
+    // Without it BLOCK could crash that server: no load.
+    if ffi::answers_due::init() == ffi::answers_due::AnswerOrder::Handover && !ffi::handover::register(ctx) {
+        ctx.log_warning("lockmod: could not register lockmod.handover, which Redis 7.2 needs");
+        return Status::Err;
+    }
     // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
     // only where the command exists.
     let rows = super::metadata::COMMANDS.iter().chain(super::metadata_sync::COMMANDS);

@@ -20,6 +20,7 @@ pub mod ratelimiter;
 pub mod redisson;
 pub mod redisson_calls;
 pub mod script_findings;
+pub mod server_version;
 pub mod sync_calls;
 pub mod sync_pair;
 pub mod sync_states;
