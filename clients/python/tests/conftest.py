@@ -102,6 +102,12 @@ class Server:
         c = replica.client()
         wait_until(lambda: c.info("replication").get("master_link_status") == "up", 10, "replica in sync")
         c.close()
+        # The primary streams to a new replica (and lists it online) only after the replica's
+        # first acknowledgement, sent from its once-a-second cron: until then a client counting
+        # replicas sees none, and a WAIT waits up to a second.
+        p = self.client()
+        wait_until(lambda: p.execute_command("WAIT", 1, 100) >= 1, 10, "the primary streaming to the replica")
+        p.close()
         return replica
 
     def signal(self, sig: int) -> None:

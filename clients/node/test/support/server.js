@@ -103,10 +103,16 @@ async function stopChild(child, dir) {
 async function startReplica(primary, extra = []) {
   const replica = await startServer(['--replicaof', '127.0.0.1', String(primary.port), ...extra]);
   const c = raw(replica.port);
+  const p = raw(primary.port);
   try {
     await until(async () => /master_link_status:up/.test(await c.info('replication')), 'the replica in sync');
+    // The primary streams to a new replica (and lists it online) only after the replica's
+    // first acknowledgement, sent from its once-a-second cron: until then a client counting
+    // replicas sees none, and a WAIT waits up to a second.
+    await until(async () => Number(await p.call('WAIT', '1', '100')) >= 1, 'the primary streaming to the replica');
   } finally {
     c.disconnect();
+    p.disconnect();
   }
   return replica;
 }
