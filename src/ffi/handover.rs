@@ -24,10 +24,13 @@ use std::os::raw::{c_int, c_void};
 
 use redis_module::raw;
 
-use super::answers_due::SleepHook;
 use super::latency::timed;
 use super::log::guarded;
 use super::{Ctx, RawCtx, RawStr, OK};
+
+/// What a released handle runs: `answers_due`'s hook (its `SleepHook`, spelled out here so
+/// that this file, below `answers_due`, does not import it back).
+type Hook = fn(&Ctx) -> bool;
 
 /// The module's own command that makes the handle.
 pub const COMMAND: &CStr = c"lockmod.handover";
@@ -44,7 +47,7 @@ thread_local! {
     /// A handle is released and its hook not run yet.
     static ARMED: Cell<bool> = const { Cell::new(false) };
     /// The hook the released handle runs.
-    static HOOK: Cell<Option<SleepHook>> = const { Cell::new(None) };
+    static HOOK: Cell<Option<Hook>> = const { Cell::new(None) };
 }
 
 /// Registers [`COMMAND`] (at load, where the module answers through it), in the ACL
@@ -71,7 +74,7 @@ static MARK: u8 = 0;
 /// Runs `hook` once, right before Redis next writes answers (see the file's notes). True if a
 /// handle is on its way; false if none could be made in this context (one without a client,
 /// which `RM_Call` needs: the caller tries again from a timer).
-pub fn arm(ctx: &Ctx, hook: SleepHook) -> bool {
+pub fn arm(ctx: &Ctx, hook: Hook) -> bool {
     if ARMED.with(Cell::get) {
         return true;
     }
