@@ -260,7 +260,10 @@ impl Server {
         // A primary streams its writes to a new replica only once the replica's first
         // acknowledgement arrives (sent once a second): until then a WAIT can take a second,
         // which a test's lease or timeout may not have. So, on a primary, this waits until
-        // every replica acknowledged (a replica of a replica is ready once its link is up).
+        // every replica acknowledged a write of this connection's (a replica of a replica is
+        // ready once its link is up). The write is `FUNCTION FLUSH` (no function is loaded
+        // here): it replicates, and touches no key and publishes nothing a test could see; a
+        // WAIT after no write of the connection's would return at once.
         let mut pc = self.conn();
         loop {
             let info: String = redis::cmd("INFO").arg("replication").query(&mut pc).expect("INFO");
@@ -269,8 +272,9 @@ impl Server {
                 break;
             }
             let replicas: i64 = field("connected_slaves:").and_then(|v| v.parse().ok()).unwrap_or(0);
-            let acked: i64 = redis::cmd("WAIT").arg(replicas).arg(100).query(&mut pc).expect("WAIT");
-            if acked >= replicas {
+            let _: Value = redis::cmd("FUNCTION").arg("FLUSH").query(&mut pc).expect("FUNCTION FLUSH");
+            let acked: i64 = redis::cmd("WAIT").arg(replicas.max(1)).arg(100).query(&mut pc).expect("WAIT");
+            if replicas >= 1 && acked >= replicas {
                 break;
             }
             assert!(Instant::now() < deadline, "the primary did not stream to its replica: {info}");

@@ -102,11 +102,8 @@ class Server:
         c = replica.client()
         wait_until(lambda: c.info("replication").get("master_link_status") == "up", 10, "replica in sync")
         c.close()
-        # The primary streams to a new replica (and lists it online) only after the replica's
-        # first acknowledgement, sent from its once-a-second cron: until then a client counting
-        # replicas sees none, and a WAIT waits up to a second.
         p = self.client()
-        wait_until(lambda: p.execute_command("WAIT", 1, 100) >= 1, 10, "the primary streaming to the replica")
+        wait_until(lambda: streaming(p), 10, "the primary streaming to the replica")
         p.close()
         return replica
 
@@ -239,6 +236,18 @@ async def parked_async(r, n: int) -> None:
     while int((await r.info("clients"))["blocked_clients"]) != n:
         assert time.monotonic() < deadline, f"never {n} parked"
         await asyncio.sleep(0.005)
+
+
+def streaming(primary: redis.Redis) -> bool:
+    """True once a replica acknowledged a write of ``primary``'s connection.
+
+    A primary lists a new replica online, and streams to it, only after the replica's first
+    acknowledgement, sent from its once-a-second cron: until then a library counting replicas
+    sees none, and a WAIT waits up to a second. The write is FUNCTION FLUSH (no function is
+    loaded here): it replicates and touches no key; a WAIT after no write returns at once.
+    """
+    primary.execute_command("FUNCTION", "FLUSH")
+    return primary.execute_command("WAIT", 1, 100) >= 1
 
 
 def wait_until(what, timeout: float = 5.0, message: str = "condition") -> None:

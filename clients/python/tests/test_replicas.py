@@ -16,7 +16,7 @@ import pytest
 import redis
 import redis.asyncio as aredis
 
-from conftest import Server, blocked_clients, stopped, wait_until
+from conftest import Server, blocked_clients, stopped, streaming, wait_until
 from redis_lockmod import (
     FairLock,
     Lock,
@@ -275,7 +275,7 @@ def test_with_an_aof_the_wait_is_waitaof_where_the_server_has_it() -> None:
         c = replica.client()
         wait_until(lambda: c.info("replication").get("master_link_status") == "up", 10, "replica in sync")
         r = primary.client()
-        wait_until(lambda: r.execute_command("WAIT", 1, 100) >= 1, 10, "the primary streaming to the replica")
+        wait_until(lambda: streaming(r), 10, "the primary streaming to the replica")
         version = tuple(int(x) for x in r.info("server")["redis_version"].split(".")[:2])
         if version >= (7, 2):
             # The replica acknowledges its AOF only once its first rewrite after the sync is done.

@@ -106,10 +106,15 @@ async function startReplica(primary, extra = []) {
   const p = raw(primary.port);
   try {
     await until(async () => /master_link_status:up/.test(await c.info('replication')), 'the replica in sync');
-    // The primary streams to a new replica (and lists it online) only after the replica's
+    // The primary lists a new replica online, and streams to it, only after the replica's
     // first acknowledgement, sent from its once-a-second cron: until then a client counting
-    // replicas sees none, and a WAIT waits up to a second.
-    await until(async () => Number(await p.call('WAIT', '1', '100')) >= 1, 'the primary streaming to the replica');
+    // replicas sees none, and a WAIT waits up to a second. So this waits until the replica
+    // acknowledged a write of this connection's: FUNCTION FLUSH (no function is loaded here)
+    // replicates and touches no key; a WAIT after no write would return at once.
+    await until(async () => {
+      await p.call('FUNCTION', 'FLUSH');
+      return Number(await p.call('WAIT', '1', '100')) >= 1;
+    }, 'the primary streaming to the replica');
   } finally {
     c.disconnect();
     p.disconnect();
