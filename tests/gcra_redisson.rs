@@ -160,7 +160,7 @@ fn the_lua_bodies_replicate_their_effects_and_resp3_decodes_the_same() {
         .collect();
     assert_eq!(replies, [[0, 2, 1, -1, 60], [0, 2, 0, -1, 120], [1, 2, 0, 60, 120]]);
     let mut p = s.conn();
-    wait_replica(&mut p);
+    wait_replica_for_all(&mut p);
     let mut r = replica.conn();
     assert_eq!(keys(&mut r), keys(&mut p));
     assert_eq!(hgetall(&mut r, &config), hgetall(&mut p, &config));

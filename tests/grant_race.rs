@@ -154,9 +154,8 @@ fn every_race(kind: Kind, name: &str) {
     }
     let mut c = s.conn();
     // The last writes were other connections' and the module's own (a give-back runs from a
-    // timer): a write of this connection's first, so that its WAIT covers them all.
-    let _: Value = redis::cmd("FUNCTION").arg("FLUSH").query(&mut c).expect("FUNCTION FLUSH");
-    wait_replica(&mut c);
+    // timer).
+    wait_replica_for_all(&mut c);
     let before = diff::dump(&mut c);
     assert_eq!(before, diff::dump(&mut r.conn()), "the replica differs");
     ok(&mut c, &["DEBUG", "RELOAD"]);

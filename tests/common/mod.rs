@@ -404,6 +404,15 @@ pub fn wait_replica(c: &mut redis::Connection) {
     assert_eq!(n, 1, "the replica did not acknowledge");
 }
 
+/// [`wait_replica`] for every write the server made so far, whoever made it (other
+/// connections, the module's timers): a `WAIT` covers only its own connection's writes, so
+/// this writes first, with `FUNCTION FLUSH` (it replicates, touches no key and publishes
+/// nothing). Not while writes are paused.
+pub fn wait_replica_for_all(c: &mut redis::Connection) {
+    let _: Value = redis::cmd("FUNCTION").arg("FLUSH").query(c).expect("FUNCTION FLUSH");
+    wait_replica(c);
+}
+
 /// A subscriber on another connection, collecting every published (channel, message).
 /// The channel of [`Subscriber::take_through`]'s markers.
 pub const SYNC_CHANNEL: &str = "lockmod-test-sync";
