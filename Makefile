@@ -23,13 +23,13 @@ release: deps ## Build the module (optimised): target/release/libredis_lockmod.s
 run: release ## Build, then run redis-server on PORT (default 6379) with the module, in the foreground
 	bash scripts/run-server.sh $(SO) $(PORT)
 
-# SERVER=redis|valkey|all (default all): the integration tests run once per server. With `all`,
+# SERVER=redis|redis8|valkey|all (default all): the integration tests run once per server. With `all`,
 # a server that is not installed is reported loudly and skipped; naming it explicitly fails.
 SERVER ?= all
 
-test: build ## Unit tests, then integration, Python and Rust client and docs example tests once per server, then Node (SERVER=redis|valkey|all)
+test: build ## Unit tests, then integration, Python and Rust client and docs example tests once per server, then Node (SERVER=redis|redis8|valkey|all)
 	$(CARGO) test --lib
-	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis redis8 valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
 	  bin=$$(bash scripts/server-bin.sh $$s); \
 	  if [ -z "$$bin" ]; then \
@@ -50,7 +50,7 @@ test: build ## Unit tests, then integration, Python and Rust client and docs exa
 # no 7.2. Redis 7.0 cannot take it (its way is tested by the suite itself), and a 7.2 takes it
 # anyway; both say so and run nothing here.
 .PHONY: test-handover
-test-handover: build ## The answer races with Redis 7.2's hand-over forced on a later server (SERVER=redis|valkey)
+test-handover: build ## The answer races with Redis 7.2's hand-over forced on a later server (SERVER=redis|redis8|valkey)
 	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
 	bin=$$(bash scripts/server-bin.sh $$s); \
 	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
@@ -96,10 +96,10 @@ test-compat: build python-env clients/node/node_modules/.package-lock.json ## Ev
 # The Node library (clients/node): npm ci (versions pinned in package-lock.json), then node's
 # test runner against the debug module ($$LOCKMOD_MODULE wins), once per server as above.
 .PHONY: test-node
-test-node: build ## The Node library's tests (clients/node) once per server (SERVER=redis|valkey|all)
+test-node: build ## The Node library's tests (clients/node) once per server (SERVER=redis|redis8|valkey|all)
 	@command -v npm >/dev/null || { echo "*** npm is NOT installed: the Node library tests did NOT run (scripts/install-deps.sh) ***" >&2; exit 1; }
 	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
-	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis redis8 valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
 	  bin=$$(bash scripts/server-bin.sh $$s); \
 	  if [ -z "$$bin" ]; then \
@@ -113,8 +113,8 @@ test-node: build ## The Node library's tests (clients/node) once per server (SER
 # The Rust client crate (clients/rust): its unit tests and its integration tests (real servers:
 # standalone, a Redis Cluster, Sentinel, and one lock shared with Python and Node holders, which
 # need .venv and clients/node's packages) once per server. Its doctests run in test-docs.
-test-rust-client: build python-env clients/node/node_modules/.package-lock.json ## The Rust client crate's tests (clients/rust) once per server (SERVER=redis|valkey|all)
-	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+test-rust-client: build python-env clients/node/node_modules/.package-lock.json ## The Rust client crate's tests (clients/rust) once per server (SERVER=redis|redis8|valkey|all)
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis redis8 valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
 	  bin=$$(bash scripts/server-bin.sh $$s); \
 	  if [ -z "$$bin" ]; then \
@@ -126,7 +126,7 @@ test-rust-client: build python-env clients/node/node_modules/.package-lock.json 
 	done
 
 test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
-	@set -e; if [ "$(SERVER)" = all ]; then servers="redis valkey"; else servers="$(SERVER)"; fi; \
+	@set -e; if [ "$(SERVER)" = all ]; then servers="redis redis8 valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
 	  bin=$$(bash scripts/server-bin.sh $$s); \
 	  if [ -z "$$bin" ]; then echo "*** $$s is NOT installed: its cluster tests did NOT run ***" >&2; continue; fi; \
@@ -138,7 +138,7 @@ test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) 
 VENV ?= .venv
 PY_LOCK := clients/python/requirements.lock
 
-test-python: build python-env ## Python client tests (pytest, pinned deps in .venv) on SERVER=redis|valkey (default redis)
+test-python: build python-env ## Python client tests (pytest, pinned deps in .venv) on SERVER=redis|redis8|valkey (default redis)
 	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
 	bin=$$(bash scripts/server-bin.sh $$s); \
 	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
@@ -163,7 +163,7 @@ clients/node/node_modules/.package-lock.json: clients/node/package-lock.json
 # then the Rust ones (the Rust client's README, its API docs and docs/clients.md's Rust blocks)
 # as the crate's doctests, against the servers scripts/doc-servers.sh starts.
 .PHONY: test-docs
-test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run every documented example as written (tests/docs) on SERVER=redis|valkey (default redis)
+test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run every documented example as written (tests/docs) on SERVER=redis|redis8|valkey (default redis)
 	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
 	bin=$$(bash scripts/server-bin.sh $$s); \
 	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \

