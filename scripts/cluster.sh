@@ -6,7 +6,7 @@
 #   scripts/cluster.sh status [--dir DIR]                   CLUSTER NODES of the first node
 #   scripts/cluster.sh stop   [--dir DIR]                   kills exactly its pids, removes DIR
 #
-# The server is redis-server, or the one SERVER=redis|valkey names (REDIS_SERVER=path wins), as
+# The server is redis-server, or the one SERVER=redis|redis8|valkey names (REDIS_SERVER=path wins), as
 # in the test harness. DIR (default target/cluster) holds one directory per node plus `ports`
 # and `pids`; the integration tests (tests/common/cluster.rs) drive this script with their own
 # DIR. The cluster-node-timeout is short (2 s) so that failover tests do not wait long.

@@ -6,7 +6,7 @@
 #
 #   scripts/doc-servers.sh CMD [ARGS...]
 #
-# The server is $REDIS_SERVER, else the one SERVER=redis|valkey names (scripts/server-bin.sh);
+# The server is $REDIS_SERVER, else the one SERVER=redis|redis8|valkey names (scripts/server-bin.sh);
 # the module $LOCKMOD_MODULE, else target/debug. A missing one fails loudly.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -6,7 +6,7 @@ for it (`INFO commandstats`: the lock commands, `INFO`, `WAIT`).
 
 Usage: .venv/bin/python scripts/sync-cost.py [N]   (N acquire + release pairs per row, 5000)
 Needs the package in .venv (make python-env) and the debug module (cargo build --lib);
-REDIS_SERVER / SERVER=redis|valkey pick the server as for the tests.
+REDIS_SERVER / SERVER=redis|redis8|valkey pick the server as for the tests.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 //!
 //! It is started and stopped with scripts/cluster.sh, so the tests prove the script the README
 //! documents; [`Cluster`] stops it on drop, even when the test panics. The server binary is the
-//! harness's choice (`SERVER=redis|valkey`), passed to the script as `REDIS_SERVER`.
+//! harness's choice (`SERVER=redis|redis8|valkey`), passed to the script as `REDIS_SERVER`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

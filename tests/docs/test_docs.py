@@ -59,7 +59,7 @@ prelude and the preload send that port to it, ``$DOCS_TEST_SENTINEL_PORT``), and
 test server as the primary.
 
 Nothing is skipped silently: a missing server, module, ``redis-cli``, ``node`` or npm install
-fails. The server is ``$REDIS_SERVER``, else ``SERVER=redis|valkey`` as scripts/server-bin.sh
+fails. The server is ``$REDIS_SERVER``, else ``SERVER=redis|redis8|valkey`` as scripts/server-bin.sh
 finds it; the module ``$LOCKMOD_MODULE``, else target/debug. Each Python or Node example must
 also open a connection to the test server (``total_connections_received`` grows), so one that
 went to another server on 6379 fails.

@@ -1,7 +1,7 @@
 """The test harness: a real redis-server (or Valkey) with the module, on a free 127.0.0.1 port,
 always stopped, as the Rust harness (tests/common/mod.rs) starts it.
 
-``REDIS_SERVER`` names the server binary (else ``SERVER=redis|valkey`` picks it the way
+``REDIS_SERVER`` names the server binary (else ``SERVER=redis|redis8|valkey`` picks it the way
 scripts/server-bin.sh does); ``LOCKMOD_MODULE`` the module (else the debug build, which
 ``cargo build --lib`` makes). A missing server or module fails loudly: a skipped suite proves
 nothing.

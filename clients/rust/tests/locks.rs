@@ -1,6 +1,6 @@
 //! The locks against a real server: grants, reentrancy, waiting in the server, hand-off in
 //! arrival order, fencing, the read-write and fair locks, with the keyspace and the messages
-//! checked. (`SERVER=redis|valkey cargo test -p redis-lockmod-client --test locks`)
+//! checked. (`SERVER=redis|redis8|valkey cargo test -p redis-lockmod-client --test locks`)
 
 mod support;
 

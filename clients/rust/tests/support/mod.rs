@@ -1,7 +1,7 @@
 //! The crate's test harness: real `redis-server` (or Valkey) processes with the module, on free
 //! 127.0.0.1 ports, killed on drop even when a test panics; a Redis Cluster by
 //! scripts/cluster.sh, and a Sentinel setup. The server is `$REDIS_SERVER`, else the one
-//! `SERVER=redis|valkey` names (scripts/server-bin.sh); the module `$LOCKMOD_MODULE`, else the
+//! `SERVER=redis|redis8|valkey` names (scripts/server-bin.sh); the module `$LOCKMOD_MODULE`, else the
 //! repository's debug build (built on first use). A missing one fails loudly.
 
 #![allow(dead_code)]
