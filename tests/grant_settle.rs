@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::answers::{Answer, Pinged};
 use common::parked::{blocked_clients, lockmod_field, wait_blocked};
-use common::settle_kinds::{kind, strs, Kind};
+use common::settle_kinds::{kind, show, strs, Kind};
 use common::*;
 
 /// How `w` loses its grant's reply.
@@ -265,17 +265,81 @@ fn a_latch_wait_dropped_takes_nothing_and_leaves_nothing() {
     every_way("latch");
 }
 
-/// Not long enough to matter for a test; a stall is taken as a failure only after 10 s.
-const PATIENCE: Duration = Duration::from_secs(10);
+/// Parks `w`, then `x`, behind `holder` on the reentrant lock `key` of a fresh server.
+fn parked_pair(key: &str) -> (Env, Server, Vec<String>, Pinged, Pinged) {
+    let s = Server::start();
+    let r = s.replica();
+    let (sub, c, o) = (s.subscriber(), s.conn(), s.conn());
+    let mut env = Env { s, sub, c, o };
+    let (release, w, x) = park(&mut env, &kind("lock"), key);
+    (env, r, release, w, x)
+}
 
-fn wait_line(kind: &Kind, c: &mut redis::Connection, key: &str, want: &str) {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        let now = read_line(kind, c, key);
-        if now == want {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "{key}: read {now}, wanted {want}");
+/// Granted, then writes paused, then killed (one transaction): the give-back waits for writes
+/// to resume, and meanwhile `LOCK.HOLDS` (the libraries' settle) reads `w` holding nothing,
+/// although the keyspace, which the module may not write, still shows its hold.
+#[test]
+fn a_grant_dropped_while_writes_are_paused_is_not_held_meanwhile() {
+    let (mut env, r, release, mut w, mut x) = parked_pair("m");
+    let id = w.id.to_string();
+    let kill = strs(&["CLIENT", "KILL", "ID", &id]);
+    let pause = strs(&["CLIENT", "PAUSE", "60000", "WRITE"]);
+    let _: Value = redis::pipe()
+        .atomic()
+        .add_command(cmd(&release))
+        .add_command(cmd(&pause))
+        .add_command(cmd(&kill))
+        .query(&mut env.c)
+        .expect("the holder's transaction");
+    assert_eq!(w.answer(), Answer::Gone);
+    let holds = |c: &mut redis::Connection| ok(c, &["LOCK.HOLDS", "m", "w"]);
+    assert_eq!(holds(&mut env.o), Value::Int(0), "the settle reads w holding its dropped grant");
+    // The module polls for the pause's end every few ms: it must not write meanwhile.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(hgetall(&mut env.o, "m"), map(&[("w", "1")]), "written during the pause");
+    assert_eq!(holds(&mut env.o), Value::Int(0));
+    assert_eq!(lockmod_field(&mut env.o, "grants_given_back"), 0);
+    assert_eq!(blocked_clients(&mut env.o), 1, "x was served during the pause");
+    ok(&mut env.c, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(x.answer(), Answer::Reply(Value::Nil), "x is served once writes resume");
+    assert_eq!(hgetall(&mut env.o, "m"), map(&[("x", "1")]));
+    assert_eq!(holds(&mut env.o), Value::Int(0));
+    assert_eq!(lockmod_field(&mut env.o, "grants_given_back"), 1);
+    assert_eq!(env.sub.take(), msgs(&[(&names::lock_channel("m"), "0"), (&names::lock_channel("m"), "0")]));
+    wait_replica_for_all(&mut env.c);
+    assert_eq!(diff::dump(&mut env.c), diff::dump(&mut r.conn()), "the replica differs");
+}
+
+/// A script that reads the lock for a while, then again; `w`'s connection closes meanwhile
+/// (Redis handles it while the script is busy), its grant's reply not yet written.
+const BUSY_READ: &str = "local function ms() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end \
+    local start = ms() while ms() - start < tonumber(ARGV[1]) do end \
+    return redis.call('HGETALL', KEYS[1])";
+
+/// A disconnect Redis handles while a script is busy drops a grant's reply: the give-back
+/// waits for the script's end, so the script reads the same lock to its end, and the next
+/// command sees the grant given back.
+#[test]
+fn a_grant_dropped_while_a_script_runs_goes_back_after_the_script() {
+    let (mut env, r, release, w, mut x) = parked_pair("m");
+    ok(&mut env.c, &["CONFIG", "SET", "busy-reply-threshold", "20"]);
+    let mut both = cmd(&release).get_packed_command();
+    both.extend(redis::cmd("EVAL").arg(BUSY_READ).arg(1).arg("m").arg(3000).get_packed_command());
+    env.c.send_packed_command(&both).expect("send");
+    // The script is busy once other clients are refused.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !call(&mut env.o, &["LOCK.HOLDS", "m", "w"]).is_err_and(|e| e.starts_with("BUSY")) {
+        assert!(std::time::Instant::now() < deadline, "the script never got busy");
         std::thread::sleep(Duration::from_millis(5));
     }
+    drop(w);
+    assert_eq!(env.c.recv_response().expect("the release"), Value::Int(1));
+    let seen = env.c.recv_response().expect("the script");
+    assert_eq!(show(&seen), "[w 1]", "the lock changed under the running script");
+    assert_eq!(x.answer(), Answer::Reply(Value::Nil), "x is served after the script");
+    assert_eq!(hgetall(&mut env.o, "m"), map(&[("x", "1")]));
+    assert_eq!(lockmod_field(&mut env.o, "grants_given_back"), 1);
+    assert_eq!(env.sub.take(), msgs(&[(&names::lock_channel("m"), "0"), (&names::lock_channel("m"), "0")]));
+    wait_replica_for_all(&mut env.c);
+    assert_eq!(diff::dump(&mut env.c), diff::dump(&mut r.conn()), "the replica differs");
 }
