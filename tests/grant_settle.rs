@@ -312,7 +312,8 @@ fn a_grant_dropped_while_writes_are_paused_is_not_held_meanwhile() {
 
 /// A script that reads the lock for a while, then again; `w`'s connection closes meanwhile
 /// (Redis handles it while the script is busy), its grant's reply not yet written.
-const BUSY_READ: &str = "local function ms() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end \
+const BUSY_READ: &str =
+    "local function ms() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end \
     local start = ms() while ms() - start < tonumber(ARGV[1]) do end \
     return redis.call('HGETALL', KEYS[1])";
 
@@ -342,4 +343,36 @@ fn a_grant_dropped_while_a_script_runs_goes_back_after_the_script() {
     assert_eq!(env.sub.take(), msgs(&[(&names::lock_channel("m"), "0"), (&names::lock_channel("m"), "0")]));
     wait_replica_for_all(&mut env.c);
     assert_eq!(diff::dump(&mut env.c), diff::dump(&mut r.conn()), "the replica differs");
+}
+
+/// A primary demoted (`REPLICAOF`) right after a grant unblocks the waiter (`UNBLOCKED`). Redis
+/// does so while it still is a primary, so the give-back is written there (Valkey 9 already
+/// counts as a replica then, and drops it); either way the old primary then takes the new
+/// primary's dataset (its offset, past the grant, rules out a partial resync): the two end
+/// equal, and the new primary keeps the lock as it had it.
+#[test]
+fn a_grant_dropped_by_a_demotion_leaves_the_old_primary_equal_to_the_new() {
+    let (mut env, promoted, release, mut w, _x) = parked_pair("m");
+    wait_replica_for_all(&mut env.c);
+    ok(&mut promoted.conn(), &["REPLICAOF", "NO", "ONE"]);
+    let port = promoted.port.to_string();
+    let _: Value = redis::pipe()
+        .add_command(cmd(&release))
+        .cmd("REPLICAOF")
+        .arg(&["127.0.0.1", &port])
+        .query(&mut env.c)
+        .expect("release, then demote");
+    // Redis closes the connection after the error.
+    let told = w.answer_or_gone();
+    assert!(matches!(&told, Answer::Error(e) if e.starts_with("UNBLOCKED")), "told {told:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut env.o).expect("INFO");
+        if info.contains("master_link_status:up") && diff::dump(&mut env.o) == diff::dump(&mut promoted.conn()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the old primary never matched the new one: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(hgetall(&mut env.o, "m"), map(&[("holder", "1")]), "the new primary's lock");
 }

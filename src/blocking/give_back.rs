@@ -105,24 +105,27 @@ pub struct HeldBack {
 
 /// See [`HeldBack`]. Nothing (and no look at the context) while no give-back waits.
 pub fn held_back(ctx: &Ctx, key: &[u8], owner: &[u8]) -> HeldBack {
-    let mut back = HeldBack::default();
     if DUE.with(|d| d.borrow().is_empty()) {
-        return back;
+        return HeldBack::default();
     }
     let db = ctx.selected_db();
-    DUE.with(|d| {
-        for ((in_db, k), what) in d.borrow().iter() {
-            if *in_db != db || k != key {
-                continue;
-            }
-            match what {
-                GiveBack::Lock { owner: o, .. } | GiveBack::Fair { owner: o, .. } if o == owner => back.holds += 1,
-                GiveBack::Read { owner: o, .. } if o == owner => back.reads += 1,
-                GiveBack::Write { owner: o, .. } if o == owner => back.writes += 1,
-                _ => {}
-            }
+    DUE.with(|d| count_held_back(&d.borrow(), db, key, owner))
+}
+
+/// What of `due` gives back `owner`'s holds of `key` in database `db`.
+fn count_held_back(due: &[Undelivered], db: i32, key: &[u8], owner: &[u8]) -> HeldBack {
+    let mut back = HeldBack::default();
+    for ((in_db, k), what) in due {
+        if *in_db != db || k != key {
+            continue;
         }
-    });
+        match what {
+            GiveBack::Lock { owner: o, .. } | GiveBack::Fair { owner: o, .. } if o == owner => back.holds += 1,
+            GiveBack::Read { owner: o, .. } if o == owner => back.reads += 1,
+            GiveBack::Write { owner: o, .. } if o == owner => back.writes += 1,
+            _ => {}
+        }
+    }
     back
 }
 
@@ -164,5 +167,29 @@ fn release(ctx: &Ctx, key: &[u8], what: &GiveBack) -> crate::core::Result<bool> 
         GiveBack::Rate { name, client, permits } => {
             ratelimiter::release(&mut s, name, client.as_deref(), *permits, Ctx::now_ms()).map(|_| true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_owners_holds_of_that_key_in_that_database_are_held_back() {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let due: Vec<Undelivered> = vec![
+            ((0, b("m")), GiveBack::Lock { owner: b("w"), lease: 1 }),
+            ((0, b("m")), GiveBack::Fair { owner: b("w"), lease: 1 }),
+            ((0, b("m")), GiveBack::Lock { owner: b("x"), lease: 1 }),
+            ((1, b("m")), GiveBack::Lock { owner: b("w"), lease: 1 }),
+            ((0, b("n")), GiveBack::Lock { owner: b("w"), lease: 1 }),
+            ((0, b("rw")), GiveBack::Read { owner: b("w"), lease: 1 }),
+            ((0, b("rw")), GiveBack::Write { owner: b("w"), lease: 1 }),
+            ((0, b("m")), GiveBack::Semaphore { permits: 1 }),
+        ];
+        assert_eq!(count_held_back(&due, 0, b"m", b"w"), HeldBack { holds: 2, reads: 0, writes: 0 });
+        assert_eq!(count_held_back(&due, 0, b"rw", b"w"), HeldBack { holds: 0, reads: 1, writes: 1 });
+        assert_eq!(count_held_back(&due, 2, b"m", b"w"), HeldBack::default());
+        assert_eq!(count_held_back(&[], 0, b"m", b"w"), HeldBack::default());
     }
 }

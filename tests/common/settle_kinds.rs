@@ -143,7 +143,11 @@ pub fn kinds() -> Vec<Kind> {
             release_w: |k, _| strs(&["RWLOCK.UNLOCK", k, "w", "READ", "60000"]),
             release_x: |k, _| strs(&["RWLOCK.UNLOCK", k, "x", "WRITE", "60000"]),
             reads: |k| {
-                vec![strs(&["RWLOCK.HOLDS", k, "w"]), strs(&["HGETALL", k]), strs(&["EXISTS", &read_timeout(k, "w", 1)])]
+                vec![
+                    strs(&["RWLOCK.HOLDS", k, "w"]),
+                    strs(&["HGETALL", k]),
+                    strs(&["EXISTS", &read_timeout(k, "w", 1)]),
+                ]
             },
             line: line_all,
             w_holds: "[1 0] [mode read w 1] 1",
@@ -188,7 +192,11 @@ pub fn kinds() -> Vec<Kind> {
             release_w: |k, _| strs(&["FAIRLOCK.UNLOCK", k, "w", "60000"]),
             release_x: |k, _| strs(&["FAIRLOCK.UNLOCK", k, "x", "60000"]),
             reads: |k| {
-                vec![strs(&["FAIRLOCK.HOLDS", k, "w"]), strs(&["HGETALL", k]), strs(&["LRANGE", &fair_queue(k), "0", "-1"])]
+                vec![
+                    strs(&["FAIRLOCK.HOLDS", k, "w"]),
+                    strs(&["HGETALL", k]),
+                    strs(&["LRANGE", &fair_queue(k), "0", "-1"]),
+                ]
             },
             line: line_all,
             w_holds: "1 [w 1] [x]",
@@ -231,10 +239,14 @@ pub fn kinds() -> Vec<Kind> {
             acquire_w: |k| strs(&["PSEMAPHORE.ACQUIRE", k, "1", "60000"]),
             acquire_x: |k| strs(&["PSEMAPHORE.ACQUIRE", k, "1", "60000"]),
             granted: |v| matches!(v, Value::Array(ids) if ids.len() == 1),
-            release_w: |k, v| strs(&["PSEMAPHORE.RELEASE", k, &show(v).trim_matches(['[', ']'])]),
-            release_x: |k, v| strs(&["PSEMAPHORE.RELEASE", k, &show(v).trim_matches(['[', ']'])]),
+            release_w: |k, v| strs(&["PSEMAPHORE.RELEASE", k, show(v).trim_matches(['[', ']'])]),
+            release_x: |k, v| strs(&["PSEMAPHORE.RELEASE", k, show(v).trim_matches(['[', ']'])]),
             reads: |k| {
-                vec![strs(&["PSEMAPHORE.AVAILABLE", k]), strs(&["ZCARD", &suffix(k, "timeout")]), strs(&["SYNC.INFO", k])]
+                vec![
+                    strs(&["PSEMAPHORE.AVAILABLE", k]),
+                    strs(&["ZCARD", &suffix(k, "timeout")]),
+                    strs(&["SYNC.INFO", k]),
+                ]
             },
             line: line_parked,
             w_holds: "0 1 1",
