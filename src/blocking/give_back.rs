@@ -18,7 +18,7 @@
 //!   settle a lost reply with them, and must not read "granted" for a grant that goes back;
 //! - a replica: dropped, as the grant is the primary's to keep or release.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use super::answer::{GiveBack, Undelivered};
 use super::paused::{self, Gate};
@@ -34,7 +34,7 @@ thread_local! {
     /// The grants to give back once the module may write, in the order they came back.
     static DUE: RefCell<Vec<Undelivered>> = const { RefCell::new(Vec::new()) };
     /// The timer that gives them back is armed.
-    static ARMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static ARMED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Gives `what` back now, from the callback that learned its reply is dropped; or as soon as
