@@ -59,7 +59,7 @@ test-handover: build ## The answer races with Redis 7.2's hand-over forced on a 
 	  6.*|7.0.*) echo "=== $$s $$v answers from its before-sleep event: Redis 7.2's hand-over cannot run there" ;; \
 	  7.1.*|7.2.*) echo "=== $$s $$v takes Redis 7.2's hand-over itself: its integration tests ran it" ;; \
 	  *) echo "=== Redis 7.2's hand-over forced on $$s $$v"; \
-	     LOCKMOD_TEST_ANSWER_ORDER=handover SERVER=$$s $(CARGO) test --test answer_order --test grant_race --test grant_storm --test replica_sync ;; \
+	     LOCKMOD_TEST_ANSWER_ORDER=handover SERVER=$$s $(CARGO) test --test answer_order --test grant_race --test grant_settle --test grant_storm --test replica_sync ;; \
 	esac
 
 # Servers CI does not have (docs/design.md, "Which servers are tested where"): every suite of
@@ -83,7 +83,7 @@ test-compat: build python-env clients/node/node_modules/.package-lock.json ## Ev
 	  REDIS_SERVER=$$bin $(CARGO) test --tests; \
 	  if [ "$$name" = REDIS_74 ]; then \
 	    echo "=== Redis 7.2's hand-over forced on $$bin ($$v)"; \
-	    LOCKMOD_TEST_ANSWER_ORDER=handover REDIS_SERVER=$$bin $(CARGO) test --test answer_order --test grant_race --test grant_storm --test replica_sync; \
+	    LOCKMOD_TEST_ANSWER_ORDER=handover REDIS_SERVER=$$bin $(CARGO) test --test answer_order --test grant_race --test grant_settle --test grant_storm --test replica_sync; \
 	  fi; \
 	  echo "=== Python library tests on $$bin ($$v)"; \
 	  (cd clients/python && REDIS_SERVER=$$bin LOCKMOD_MODULE=$$so "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests); \

@@ -388,13 +388,14 @@ fn a_grant_is_given_back_only_once_paused_writes_resume() {
         .arg("s")
         .arg(1)
         .cmd("CLIENT")
-        .arg(&["UNBLOCK", &id, "ERROR"])
-        .cmd("CLIENT")
         .arg(&["PAUSE", "60000", "WRITE"])
+        .cmd("CLIENT")
+        .arg(&["UNBLOCK", &id, "ERROR"])
         .query(&mut c)
         .expect("EXEC");
     assert!(matches!(w.answer(), Answer::Error(e) if e.starts_with("UNBLOCKED")));
-    // The give-back's timer fires within a few ms; while writes are paused it waits.
+    // Dropped while writes are paused: the give-back waits for them to resume (the module
+    // polls for the pause's end every few ms).
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(ok(&mut c, &["SEMAPHORE.AVAILABLE", "s"]), Value::Int(0), "written during the pause");
     assert_eq!(lockmod_field(&mut c, "grants_given_back"), 0);

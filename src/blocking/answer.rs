@@ -5,8 +5,9 @@
 //! when Redis handles unblocked clients, before it sleeps. Whatever happens to the client in
 //! between is handled here and in `callbacks`:
 //! - the answer carries the grant's [`GiveBack`]: if Redis drops it unwritten (`CLIENT
-//!   UNBLOCK ... ERROR`, `CLIENT KILL`, a disconnect), it comes back through
-//!   `Parked::on_undelivered` and is given back (`give_back`), as a release would;
+//!   UNBLOCK ... ERROR`, `CLIENT KILL`, a disconnect), it comes back through the disconnect
+//!   callback, inside the command that drops it, and is given back there (`give_back`), as a
+//!   release would, before any other command can see the grant;
 //! - before Redis 7.4, where a timeout at that moment (the BLOCK time running out, `CLIENT
 //!   UNBLOCK ... TIMEOUT`) would drop the answer with no reply at all (7.0) or trip the
 //!   server's assertion (7.2) ([`crate::ffi::answers_due`]), the client stays parked in

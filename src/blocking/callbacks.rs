@@ -39,12 +39,18 @@ impl BlockCallbacks for Parked {
         on_timeout(ctx)
     }
 
-    fn on_disconnect(ctx: &Ctx, bc: usize) {
-        on_disconnect(ctx, bc)
+    fn on_disconnect(ctx: &Ctx, bc: usize, dropped: Option<Undelivered>) {
+        match dropped {
+            // Answered, and Redis drops the answer now (`answer`'s notes): the client, told
+            // an error or gone, holds nothing, so the grant goes back before the command that
+            // dropped it replies.
+            Some(what) => give_back::now(ctx, what),
+            None => on_disconnect(ctx, bc),
+        }
     }
 
-    /// The client was unblocked with an error, or went away, after its grant and before Redis
-    /// wrote the reply: it holds nothing, so the grant goes back.
+    /// An answer freed unwritten that `on_disconnect` did not get: given back as soon as the
+    /// module may write (meanwhile the module's `*.HOLDS` do not count it).
     fn on_undelivered(ctx: &Ctx, what: Undelivered) {
         give_back::later(ctx, what);
     }
@@ -114,12 +120,12 @@ fn on_timeout(ctx: &Ctx) -> Reply {
 /// A parked client went away (or was unblocked with CLIENT UNBLOCK ... ERROR): forget it.
 fn on_disconnect(ctx: &Ctx, bc: usize) {
     // Answered already, its answer not yet handed to Redis (`answer`): the client was told an
-    // error, or is gone, so its grant goes back (counted as given back, not as a parked client
-    // leaving: as on a server where the answer went to Redis at once).
+    // error, or is gone, so its grant goes back at once (counted as given back, not as a
+    // parked client leaving: as on a server where the answer went to Redis at once).
     if let Some(a) = answer::take_by_handle(bc) {
         a.bc.unblock(None);
         if let Some(what) = a.give_back {
-            give_back::later(ctx, what);
+            give_back::now(ctx, what);
         }
         return;
     }

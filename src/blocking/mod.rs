@@ -70,6 +70,7 @@ pub use crate::effects::served::{any_parked, ServedBy};
 pub use acquire::{acquire, acquire_sync};
 pub use callbacks::{on_demoted, on_flush, register, DEMOTED};
 pub use changes::{changed, name_changed, on_key_gone, recheck_all};
+pub use give_back::{held_back, HeldBack};
 pub use park::park;
 pub use priority::writer_waits;
 pub use registry::{parked_now, parked_on, parked_rate_now, parked_sync_now};

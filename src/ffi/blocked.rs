@@ -8,8 +8,11 @@
 //! Redis handles unblocked clients before it sleeps, and only if the client is still there
 //! then. A `CLIENT UNBLOCK ... ERROR`, a `CLIENT KILL` or a disconnect in between drops it:
 //! Redis calls the disconnect callback, skips the reply callback and frees the answer. So the
-//! answer carries what undoes it ([`BlockCallbacks::Undelivered`]), and whether it was written
-//! is known when Redis frees it: [`BlockCallbacks::on_undelivered`] gets it back otherwise.
+//! answer carries what undoes it ([`BlockCallbacks::Undelivered`]). The disconnect callback is
+//! the moment Redis decides: it runs inside the command that drops the answer, before that
+//! command replies, with the answer as the context's private data, so the callback takes what
+//! undoes it out of the answer and hands it to [`BlockCallbacks::on_disconnect`]. Should an
+//! answer still be freed unwritten with it inside, [`BlockCallbacks::on_undelivered`] gets it.
 //!
 //! Before 7.4 a timeout in between (the BLOCK time running out, `CLIENT UNBLOCK ...
 //! TIMEOUT`) drops the answer too, with no reply at all (7.0), or trips an assertion (7.2):
@@ -40,11 +43,13 @@ pub trait BlockCallbacks: 'static {
 
     /// The client went away (or `CLIENT UNBLOCK ... ERROR` released it); `bc` is its handle's
     /// [`BlockedClient::id`]. Also called for a client already answered whose answer Redis
-    /// has not written yet (that answer then comes back through `on_undelivered`).
-    fn on_disconnect(ctx: &Ctx, bc: usize);
+    /// has not written yet, which Redis now drops: `dropped` is what that answer carried.
+    /// From inside the command (or the disconnect) that ends the wait, before it replies.
+    fn on_disconnect(ctx: &Ctx, bc: usize, dropped: Option<Self::Undelivered>);
 
-    /// An answer given with [`BlockedClient::answer`] was dropped unwritten (see the file's
-    /// notes). Called while Redis handles unblocked clients: no place to write.
+    /// An answer given with [`BlockedClient::answer`] was freed unwritten with its
+    /// `Undelivered` still inside (a server that did not show it to `on_disconnect`). Called
+    /// while Redis handles unblocked clients: no place to write.
     fn on_undelivered(ctx: &Ctx, what: Self::Undelivered);
 }
 
@@ -175,6 +180,13 @@ extern "C" fn on_timeout<C: BlockCallbacks>(ctx: RawCtx, _argv: *mut RawStr, _ar
 }
 
 extern "C" fn on_disconnect<C: BlockCallbacks>(ctx: RawCtx, bc: *mut raw::RedisModuleBlockedClient) {
+    // SAFETY: the context Redis made for this callback, whose private data is the handle's:
+    // null until it is answered, then the `Sent` box `answer` handed over on a handle of `C`,
+    // which Redis frees (`free_sent`) only after this callback, and nobody touches meanwhile.
+    let sent = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) as *mut Sent<C::Undelivered> };
+    // SAFETY: null or a live `Sent` (see above).
+    let dropped = unsafe { sent.as_mut() }.and_then(|sent| sent.undelivered.take());
+    let event = if dropped.is_some() { c"lockmod-give-back" } else { c"lockmod-disconnect" };
     let ctx = Ctx(ctx);
-    timed(ctx.0, c"lockmod-disconnect", || guarded("a BLOCK disconnect", (), || C::on_disconnect(&ctx, bc as usize)));
+    timed(ctx.0, event, || guarded("a BLOCK disconnect", (), || C::on_disconnect(&ctx, bc as usize, dropped)));
 }

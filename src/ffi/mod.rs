@@ -63,6 +63,7 @@ mod replicate;
 mod reply;
 
 pub mod acl;
+pub mod after_unit;
 pub mod alloc;
 pub mod answers_due;
 pub mod blocked;

@@ -1,5 +1,6 @@
 //! Whether the server lets the module write on its own, outside a client's command: from a
-//! timer or a BLOCK timeout. Not while writes are paused, nor on a replica, nor while loading.
+//! timer or a BLOCK timeout. Not while writes are paused, nor on a replica, nor while loading;
+//! and from a callback made while a script runs, not before the script is done.
 
 use redis_module::raw;
 
@@ -7,6 +8,7 @@ use super::Ctx;
 
 const REPLICA: u64 = raw::REDISMODULE_CTX_FLAGS_SLAVE as u64;
 const LOADING: u64 = raw::REDISMODULE_CTX_FLAGS_LOADING as u64;
+const SCRIPT: u64 = raw::REDISMODULE_CTX_FLAGS_LUA as u64;
 
 /// True while writes are paused: `CLIENT PAUSE ... WRITE|ALL`, `FAILOVER`, a cluster manual
 /// failover. Redis asserts that nothing is propagated then (and 7.0 corrupts its keyspace on a
@@ -32,5 +34,12 @@ impl Ctx {
     /// True while the server loads its data (a restart, `DEBUG RELOAD`, a full sync).
     pub fn is_loading(&self) -> bool {
         self.flags() & LOADING != 0
+    }
+
+    /// True while a script or function runs, whoever's context this is (Redis sets the flag
+    /// from its global "a script is running"): a callback Redis makes then, such as a
+    /// disconnect it handles while the script is busy, must not change what the script reads.
+    pub fn in_script(&self) -> bool {
+        self.flags() & SCRIPT != 0
     }
 }

@@ -21,6 +21,7 @@ pub mod redisson;
 pub mod redisson_calls;
 pub mod script_findings;
 pub mod server_version;
+pub mod settle_kinds;
 pub mod sync_calls;
 pub mod sync_pair;
 pub mod sync_states;
