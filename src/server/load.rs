@@ -180,7 +180,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Keyless (it lists names across the keyspace, filtered by the caller's ACL itself), so no
     // key positions: Redis Cluster runs it on the node asked. Read-only: a replica answers too.
     // O(names with parked clients): not `fast`.
-    if !ffi::create_command(ctx, c"lock.contended", command_fn!(contended::lock_contended), c"readonly", 0, 0, 0) {
+    if !ffi::create_command(ctx, c"lock.contended", command_fn!(contended::lock_contended), c"readonly allow-stale", 0, 0, 0) {
         ctx.log_warning("lockmod: could not register lock.contended");
         return Status::Err;
     }
