@@ -145,7 +145,10 @@ fn the_exporter_user_collects_every_info_field_the_histograms_and_who_waits_on_w
 fn a_server_without_the_module_or_a_user_refused_a_call_still_answers() {
     let plain = Server::start_plain();
     let got = collect(&mut plain.conn());
-    assert_eq!(got.into_iter().collect::<Vec<_>>(), [("lockmod_module_loaded".into(), 0.0), ("lockmod_script_errors".into(), 0.0)]);
+    assert_eq!(
+        got.into_iter().collect::<Vec<_>>(),
+        [("lockmod_module_loaded".into(), 0.0), ("lockmod_script_errors".into(), 0.0)]
+    );
 
     let s = Server::start();
     let mut admin = s.conn();

@@ -10,7 +10,8 @@
 //! Recording is an index lookup and two adds; the cumulative view is built only when read.
 
 /// The finite upper bounds of the buckets, in ms (`+Inf` follows them).
-pub const BOUNDS_MS: [i64; 16] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000];
+pub const BOUNDS_MS: [i64; 16] =
+    [1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000];
 
 /// The bounds as `INFO` names them: `le_` and the bound in seconds, as Prometheus' `le` label.
 pub const BOUND_NAMES: [&str; 17] = [

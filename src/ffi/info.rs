@@ -29,8 +29,9 @@ fn fields() -> Option<(InfoFields, InfoDicts)> {
     let (f, d) = (FIELDS.load(Relaxed), DICTS.load(Relaxed));
     // SAFETY: set only by `register`, from function pointers of types `InfoFields` and
     // `InfoDicts` respectively.
-    (!f.is_null() && !d.is_null())
-        .then(|| unsafe { (std::mem::transmute::<*mut (), InfoFields>(f), std::mem::transmute::<*mut (), InfoDicts>(d)) })
+    (!f.is_null() && !d.is_null()).then(|| unsafe {
+        (std::mem::transmute::<*mut (), InfoFields>(f), std::mem::transmute::<*mut (), InfoDicts>(d))
+    })
 }
 
 extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {

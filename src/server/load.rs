@@ -141,7 +141,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::acl::set_tracked(tracked);
     // Commands that change nothing must not abort WATCH or invalidate cached keys.
     ffi::modified::opt_out(ctx);
-    if !ffi::info::register(ctx, super::info::info_fields, super::info::info_dicts) || !ffi::filter::register(ctx, &super::hooks::FILTER) {
+    if !ffi::info::register(ctx, super::info::info_fields, super::info::info_dicts)
+        || !ffi::filter::register(ctx, &super::hooks::FILTER)
+    {
         ctx.log_warning("lockmod: could not register the INFO section or the command filter");
         return Status::Err;
     }
@@ -180,7 +182,15 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Keyless (it lists names across the keyspace, filtered by the caller's ACL itself), so no
     // key positions: Redis Cluster runs it on the node asked. Read-only: a replica answers too.
     // O(names with parked clients): not `fast`.
-    if !ffi::create_command(ctx, c"lock.contended", command_fn!(contended::lock_contended), c"readonly allow-stale", 0, 0, 0) {
+    if !ffi::create_command(
+        ctx,
+        c"lock.contended",
+        command_fn!(contended::lock_contended),
+        c"readonly allow-stale",
+        0,
+        0,
+        0,
+    ) {
         ctx.log_warning("lockmod: could not register lock.contended");
         return Status::Err;
     }

@@ -79,7 +79,14 @@ const BY: Arg = Arg {
     optional: true,
     multiple: false,
     subargs: &[
-        Arg { name: "wait", kind: ArgKind::PureToken, token: Some("WAIT"), optional: false, multiple: false, subargs: &[] },
+        Arg {
+            name: "wait",
+            kind: ArgKind::PureToken,
+            token: Some("WAIT"),
+            optional: false,
+            multiple: false,
+            subargs: &[],
+        },
         Arg {
             name: "waiters",
             kind: ArgKind::PureToken,
