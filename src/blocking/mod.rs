@@ -33,8 +33,9 @@
 //! disconnect, CLIENT UNBLOCK), or, on Redis 7.0, by `answer` before Redis next sleeps.
 //!
 //! Files, from the top: `acquire` (an acquire command's way through), `contended` (the names
-//! clients are parked on, for `LOCK.CONTENDED`), `park` (parking a client), `callbacks` (timeouts, disconnects, lost answers, flushes, demotion), `changes`
-//! (noticing changes reported by name), `timers` (what a timer does when it fires),
+//! clients are parked on, for `LOCK.CONTENDED`), `park` (parking a client), `callbacks`
+//! (timeouts, disconnects, lost answers, flushes, demotion), `changes` (noticing changes
+//! reported by name), `timers` (what a timer does when it fires),
 //! `give_back` (releasing a grant whose reply was lost), `fair_waiters` (keeping parked fair
 //! waiters' places), `serve` (granting, the expiry and pending timers), `answer` (answering a
 //! parked client), `poll` (noticing changes nothing reports), `windows` (a rate limiter's next

@@ -5,6 +5,7 @@
 //! uncontended add on the hot path.
 
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
@@ -200,11 +201,20 @@ pub fn granted(db: i32, key: &[u8], at: i64, now: i64, joins: bool) {
     HELD.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
             let f = fingerprint(&h.state, db, key);
-            let since = match h.leases.get(&f) {
-                Some(l) if joins && l.end >= now => l.since,
-                _ => now,
-            };
-            h.leases.insert(f, Lease { end: at, since });
+            // One probe of the table, as the plain insert it replaces: a first grant pays no
+            // second lookup for the hold's age.
+            match h.leases.entry(f) {
+                Entry::Occupied(mut e) => {
+                    let l = e.get_mut();
+                    if !(joins && l.end >= now) {
+                        l.since = now;
+                    }
+                    l.end = at;
+                }
+                Entry::Vacant(e) => {
+                    e.insert(Lease { end: at, since: now });
+                }
+            }
             if h.leases.len() >= h.sweep_at {
                 h.leases.retain(|_, l| l.end + GRACE_MS >= now);
                 h.sweep_at = (2 * h.leases.len()).max(SWEEP_FROM);
