@@ -147,3 +147,49 @@ fn held_locks_and_contended_names_count_what_is_held_and_waited_on_now() {
     assert_eq!(lockmod_stat(&mut c, "contended_names"), 0);
     assert_eq!(lockmod_stat(&mut c, "held_locks"), 1, "the writer's");
 }
+
+/// Every parked client's wait is counted once, whichever way it leaves: the histograms' counts
+/// and given-up waits add up to the clients ever parked, and split as the exit counters do.
+#[test]
+fn every_way_out_counts_each_wait_once() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "k", "h", "30000"]);
+    let parked_as = |owner: &str| {
+        let mut w = s.conn();
+        let id = int(&ok(&mut w, &["CLIENT", "ID"])).to_string();
+        let owner = owner.to_string();
+        (id, thread::spawn(move || call(&mut w, &["LOCK.ACQUIRE", "k", &owner, "30000", "BLOCK", "0"])))
+    };
+    let (timeout_id, by_timeout) = parked_as("unblocked-timeout");
+    wait_blocked(&mut c, 1);
+    let (error_id, by_error) = parked_as("unblocked-error");
+    wait_blocked(&mut c, 2);
+    ok(&mut c, &["CLIENT", "UNBLOCK", &timeout_id, "TIMEOUT"]);
+    assert!(matches!(by_timeout.join().expect("thread"), Ok(Value::Int(_))), "refused with the TTL");
+    ok(&mut c, &["CLIENT", "UNBLOCK", &error_id, "ERROR"]);
+    assert!(by_error.join().expect("thread").is_err());
+    let ran_out = spawn_call(&s, &["LOCK.ACQUIRE", "k", "short", "30000", "BLOCK", "20"]);
+    assert!(matches!(ran_out.join().expect("thread"), Ok(Value::Int(_))));
+    let (_, granted) = parked_as("granted");
+    ok(&mut c, &["SEMAPHORE.TRYSETPERMITS", "sem", "0"]);
+    let sem = spawn_call(&s, &["SEMAPHORE.ACQUIRE", "sem", "1", "BLOCK", "0"]);
+    wait_blocked(&mut c, 2);
+    ok(&mut c, &["LOCK.UNLOCK", "k", "h", "30000"]);
+    ok(&mut c, &["SEMAPHORE.RELEASE", "sem", "1"]);
+    assert_eq!(granted.join().expect("thread"), Ok(Value::Nil));
+    assert_eq!(sem.join().expect("thread"), Ok(Value::Int(1)));
+
+    let (mut counted, mut gave_up) = (0, 0);
+    for r in ["lock", "read", "write", "fair", "semaphore", "psemaphore", "countdown", "ratelimiter"] {
+        let h = waits(&mut c, r);
+        counted += h["count"];
+        gave_up += h["gave_up"];
+    }
+    assert_eq!(lockmod_stat(&mut c, "blocked_now"), 0);
+    assert_eq!(counted + gave_up, lockmod_stat(&mut c, "blocked_total"), "each parked client once");
+    assert_eq!(counted, lockmod_stat(&mut c, "handoffs"));
+    assert_eq!(gave_up, lockmod_stat(&mut c, "block_timeouts") + lockmod_stat(&mut c, "block_disconnects"));
+    assert_eq!((counted, gave_up), (2, 3));
+    assert_eq!(hgetall(&mut c, "k"), map(&[("granted", "1")]));
+}
