@@ -27,7 +27,7 @@ run: release ## Build, then run redis-server on PORT (default 6379) with the mod
 # a server that is not installed is reported loudly and skipped; naming it explicitly fails.
 SERVER ?= all
 
-test: build ## Unit tests, then integration, Python and Rust client and docs example tests once per server, then Node (SERVER=redis|redis8|valkey|all)
+test: build ## Unit tests, then integration, Python and Rust client and docs example tests once per server, then Node and the monitoring run (SERVER=redis|redis8|valkey|all)
 	$(CARGO) test --lib
 	@set -e; if [ "$(SERVER)" = all ]; then servers="redis redis8 valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
@@ -44,6 +44,7 @@ test: build ## Unit tests, then integration, Python and Rust client and docs exa
 	  $(MAKE) --no-print-directory test-docs SERVER=$$s; \
 	done
 	$(MAKE) --no-print-directory test-node
+	$(MAKE) --no-print-directory test-monitoring SERVER=$(if $(filter all,$(SERVER)),redis,$(SERVER))
 
 # Redis 7.2's way of answering parked clients (docs/design.md, "A grant and its reply"), run
 # on a later server, where the module takes it when LOCKMOD_TEST_ANSWER_ORDER=handover: CI has
@@ -92,6 +93,24 @@ test-compat: build python-env clients/node/node_modules/.package-lock.json ## Ev
 	  echo "=== Rust client tests on $$bin ($$v)"; \
 	  REDIS_SERVER=$$bin LOCKMOD_MODULE=$$so $(CARGO) test -p redis-lockmod-client --lib --tests; \
 	done
+
+# The monitoring of issue 37 (docs/operations.md): promtool checks the Prometheus config and
+# the alert rules and runs their unit tests, then tests/monitoring runs a server with the
+# module, Debian's prometheus-redis-exporter with monitoring/redis_exporter.lua and Debian's
+# Prometheus with monitoring/'s config, rules and dashboard queries (about 15 s). Once per
+# `make test`, on one server: tests/monitoring_script.rs runs the script on every server.
+.PHONY: test-monitoring
+test-monitoring: build python-env ## The monitoring/ files for real: promtool checks and tests, then a server, the redis exporter and Prometheus (SERVER=redis|redis8|valkey)
+	@for b in prometheus promtool prometheus-redis-exporter; do \
+	  command -v $$b >/dev/null || { echo "*** $$b is NOT installed: the monitoring tests did NOT run (scripts/install-deps.sh) ***" >&2; exit 1; }; \
+	done
+	cd monitoring && promtool check config prometheus.yml && promtool test rules alerts_test.yml
+	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
+	bin=$$(bash scripts/server-bin.sh $$s); \
+	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
+	echo "=== monitoring run on $$s: $$bin"; \
+	REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
+	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider -s tests/monitoring
 
 # The Node library (clients/node): npm ci (versions pinned in package-lock.json), then node's
 # test runner against the debug module ($$LOCKMOD_MODULE wins), once per server as above.
@@ -177,12 +196,14 @@ test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib
 
-lint: deps ## cargo fmt --check, clippy -D warnings, the Rust client's docs without warnings, and the layering check (scripts/check-layers.py)
+lint: deps ## cargo fmt --check, clippy -D warnings, the Rust client's docs without warnings, the layering check (scripts/check-layers.py), promtool on monitoring/
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p redis-lockmod-client --no-deps --quiet
 	python3 scripts/check-layers.py --self-test
 	python3 scripts/check-layers.py
+	@command -v promtool >/dev/null || { echo "*** promtool is NOT installed: monitoring/ was NOT checked (scripts/install-deps.sh) ***" >&2; exit 1; }
+	cd monitoring && promtool check config prometheus.yml && promtool test rules alerts_test.yml
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

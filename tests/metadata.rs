@@ -31,8 +31,9 @@ fn module_commands(c: &mut redis::Connection) -> Vec<String> {
         redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("MODULE").arg("lockmod").query(c).expect("LIST");
     // Registered in lowercase, as Redis' own commands.
     names.iter_mut().for_each(|n| *n = n.to_uppercase());
-    // The module's own on Redis 7.2, not a client's (tests/answer_order.rs checks it).
-    names.retain(|n| n != "LOCKMOD.HANDOVER");
+    // The module's own on Redis 7.2, not a client's (tests/answer_order.rs checks it), and the
+    // one command without a key (its own test below).
+    names.retain(|n| n != "LOCKMOD.HANDOVER" && n != "LOCK.CONTENDED");
     names.sort();
     names
 }
@@ -73,7 +74,9 @@ fn every_registered_command_is_documented_with_summary_since_complexity_and_argu
     let names = module_commands(&mut c);
     assert!(names.len() >= 10, "{names:?}");
     assert!(names.contains(&"LOCK.INFO".to_string()));
-    for name in &names {
+    let mut documented = names.clone();
+    documented.push("LOCK.CONTENDED".into());
+    for name in &documented {
         let docs = ok(&mut c, &["COMMAND", "DOCS", name]);
         let docs = list(&docs);
         assert_eq!(text(&docs[0]).to_uppercase(), *name);
@@ -82,6 +85,9 @@ fn every_registered_command_is_documented_with_summary_since_complexity_and_argu
         assert_eq!(text(&get(d, "since")), "0.1.0", "{name}");
         assert!(text(&get(d, "complexity")).starts_with("O("), "{name}");
         let args = list(&get(d, "arguments"));
+        if name == "LOCK.CONTENDED" {
+            continue;
+        }
         // The locks' key is `key`, a synchronizer's and a rate limiter's `name` (issues 26, 30).
         let first = text(&get(&args[0], "name"));
         let sync =
@@ -179,4 +185,39 @@ fn command_info_reports_arity_flags_and_one_key_spec_per_command() {
     let info = list(&list(&ok(&mut c, &["COMMAND", "INFO", "LOCK.INFO"]))[0]);
     let flags: Vec<String> = list(&info[2]).iter().map(text).collect();
     assert!(flags.contains(&"readonly".to_string()) && !flags.contains(&"fast".to_string()), "{flags:?}");
+}
+
+/// `LOCK.CONTENDED` (issue 37) lists names across the keyspace: no key argument, no key spec
+/// (its ACL check is its own, name by name), read-only and not `fast`; `COUNT` and `BY` are
+/// optional.
+#[test]
+fn lock_contended_is_keyless_read_only_and_documented() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let info = list(&list(&ok(&mut c, &["COMMAND", "INFO", "LOCK.CONTENDED"]))[0]);
+    assert_eq!(int(&info[1]), -1);
+    let flags: Vec<String> = list(&info[2]).iter().map(text).collect();
+    assert!(flags.contains(&"readonly".to_string()) && !flags.contains(&"fast".to_string()), "{flags:?}");
+    assert!(!flags.contains(&"write".to_string()) && flags.contains(&"stale".to_string()), "{flags:?}");
+    assert_eq!((int(&info[3]), int(&info[4]), int(&info[5])), (0, 0, 0), "no key positions");
+    assert_eq!(list(&info[8]), Vec::<Value>::new(), "no key specs");
+    let err = call(&mut c, &["COMMAND", "GETKEYS", "LOCK.CONTENDED", "COUNT", "1"]).expect_err("no keys");
+    assert!(err.to_lowercase().contains("no key arguments"), "{err}");
+    let docs = list(&ok(&mut c, &["COMMAND", "DOCS", "LOCK.CONTENDED"]));
+    let args = list(&get(&docs[1], "arguments"));
+    let tokens: Vec<String> = args.iter().map(|a| text(&get(a, "token"))).collect();
+    assert_eq!(tokens, ["COUNT", "BY"]);
+    let choices: Vec<String> = list(&get(&args[1], "arguments")).iter().map(|a| text(&get(a, "token"))).collect();
+    assert_eq!(choices, ["WAIT", "WAITERS"]);
+    for a in &args {
+        assert_eq!(list(&get(a, "flags")).iter().map(text).collect::<Vec<_>>(), ["optional"]);
+    }
+    // Redis 7.0 gives module commands no ACL categories; 7.2+ and Valkey take the module's.
+    let cats: Vec<String> = list(&info[6]).iter().map(|w| text(w).trim_start_matches('@').to_lowercase()).collect();
+    let r = common::server_version::release();
+    if !r.valkey && (r.major, r.minor) < (7, 2) {
+        assert!(cats.is_empty(), "{cats:?}");
+    } else {
+        assert_eq!(cats, ["keyspace", "read", "slow"]);
+    }
 }

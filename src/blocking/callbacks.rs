@@ -79,6 +79,7 @@ fn on_timeout(ctx: &Ctx) -> Reply {
     let Some((id, w)) = with(|r| waiters::take_by_client(&mut r.locks, client)).flatten() else { return Reply::Nil };
     stats::TIMEOUTS.inc();
     if let Some(reply) = timeout_reply(ctx, &w.req, &w.who) {
+        w.ended(false);
         w.bc.unblock(None);
         left(ctx, id, &w.req);
         return reply;
@@ -102,6 +103,7 @@ fn on_timeout(ctx: &Ctx) -> Reply {
         }
     };
     drop(store);
+    w.ended(granted);
     if !granted {
         // The client reads its timeout reply right after this callback: its queue place must
         // be gone by then (a reader of the queue would otherwise still see it), so the cancel
@@ -133,6 +135,7 @@ fn on_disconnect(ctx: &Ctx, bc: usize) {
     // search every queue for each client.
     if let Some((id, w)) = with(|r| waiters::take_by_handle(&mut r.locks, bc)).flatten() {
         stats::DISCONNECTS.inc();
+        w.ended(false);
         if w.req.is_sync() {
             w.bc.unblock(None);
             return left(ctx, id, &w.req);
@@ -164,6 +167,7 @@ pub fn on_demoted(ctx: &Ctx) {
     for id in all {
         while let Some(w) = with(|r| r.locks.get_mut(&id).and_then(Waiters::pop_front)).flatten() {
             stats::DISCONNECTS.inc();
+            w.ended(false);
             answer(ctx, w, Reply::Error(DEMOTED.into()), None);
         }
         arm_expiry(ctx, &id);

@@ -67,6 +67,7 @@ fn drop_denied(ctx: &Ctx, id: &LockId) {
         })
         .flatten();
         if let Some(w) = gone {
+            w.ended(false);
             super::answer::answer(ctx, w, Reply::Error(e.to_string()), None);
         }
     }

@@ -32,9 +32,10 @@
 //! `BlockedClient` is released exactly once, by whichever path takes it out (grant, timeout,
 //! disconnect, CLIENT UNBLOCK), or, on Redis 7.0, by `answer` before Redis next sleeps.
 //!
-//! Files, from the top: `acquire` (an acquire command's way through), `park` (parking a
-//! client), `callbacks` (timeouts, disconnects, lost answers, flushes, demotion), `changes`
-//! (noticing changes reported by name), `timers` (what a timer does when it fires),
+//! Files, from the top: `acquire` (an acquire command's way through), `contended` (the names
+//! clients are parked on, for `LOCK.CONTENDED`), `park` (parking a client), `callbacks`
+//! (timeouts, disconnects, lost answers, flushes, demotion), `changes` (noticing changes
+//! reported by name), `timers` (what a timer does when it fires),
 //! `give_back` (releasing a grant whose reply was lost), `fair_waiters` (keeping parked fair
 //! waiters' places), `serve` (granting, the expiry and pending timers), `answer` (answering a
 //! parked client), `poll` (noticing changes nothing reports), `windows` (a rate limiter's next
@@ -48,6 +49,7 @@ mod acquire;
 mod answer;
 mod callbacks;
 mod changes;
+mod contended;
 mod fair_queue;
 mod fair_waiters;
 mod give_back;
@@ -70,6 +72,7 @@ pub use crate::effects::served::{any_parked, ServedBy};
 pub use acquire::{acquire, acquire_sync};
 pub use callbacks::{on_demoted, on_flush, register, DEMOTED};
 pub use changes::{changed, name_changed, on_key_gone, recheck_all};
+pub use contended::{contended, contended_names};
 pub use give_back::{held_back, HeldBack};
 pub use park::park;
 pub use priority::writer_waits;

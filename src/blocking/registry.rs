@@ -46,16 +46,7 @@ pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::P
     let now = Ctx::now_ms();
     let id = (db, key.to_vec());
     let list = |w: &Waiter| {
-        let request = match &w.req {
-            Request::Lock { .. } => "lock",
-            Request::Read { .. } => "read",
-            Request::Write { .. } => "write",
-            Request::Fair { .. } => "fair",
-            Request::Semaphore { .. } => "semaphore",
-            Request::Permits { .. } => "psemaphore",
-            Request::Latch => "countdown",
-            Request::RateLimit { .. } => "ratelimiter",
-        };
+        let request = w.req.wait_kind().name();
         // A synchronizer's waiter has no owner: the permits it wants stand in its place.
         let owner = if w.req.is_sync() { w.req.permits().to_string().into_bytes() } else { w.req.owner().to_vec() };
         crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }

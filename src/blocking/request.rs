@@ -12,6 +12,7 @@ use crate::effects::RedisStore;
 use crate::acl::Who;
 use crate::core::access::{KeyUse, Need};
 use crate::core::rwlock::Writers;
+use crate::core::wait_times::WaitKind;
 use crate::core::{countdown, permits, rate_window, ratelimiter, semaphore};
 use crate::ffi::{Args, Ctx};
 
@@ -92,6 +93,20 @@ impl<O: AsRef<[u8]>> Request<O> {
                 permits,
                 now,
             },
+        }
+    }
+
+    /// What it waits for, as `LOCK.INFO` and the wait-time histograms name it.
+    pub fn wait_kind(&self) -> WaitKind {
+        match self {
+            Request::Lock { .. } => WaitKind::Lock,
+            Request::Read { .. } => WaitKind::Read,
+            Request::Write { .. } => WaitKind::Write,
+            Request::Fair { .. } => WaitKind::Fair,
+            Request::Semaphore { .. } => WaitKind::Semaphore,
+            Request::Permits { .. } => WaitKind::Permits,
+            Request::Latch => WaitKind::Latch,
+            Request::RateLimit { .. } => WaitKind::RateLimit,
         }
     }
 
@@ -238,7 +253,8 @@ pub(super) fn attempt_as<O: AsRef<[u8]>>(
             let now = crate::core::Store::now(store);
             // Its expiry, were it to come first, is counted by an `expired` event.
             crate::ffi::events::watch_keyspace(store.ctx());
-            stats::granted(store.db(), key, now.saturating_add(req.lease()), now);
+            let joins = matches!(req, Request::Read { .. });
+            stats::granted(store.db(), key, now.saturating_add(req.lease()), now, joins);
             Attempt::Granted(reply)
         }
         Acquired::Reentered => {

@@ -124,15 +124,15 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
     // Served in arrival order: a parked reader ahead of a parked writer goes first.
     let outcome = attempt_for_waiter(&mut store, &id.1, req, Writers::None);
     drop(store);
-    let (reply, give_back) = match outcome {
+    let (reply, give_back, granted) = match outcome {
         Ok(Attempt::Refused(_)) => return false,
         Ok(Attempt::Granted(reply)) => {
             let give_back = GiveBack::of(req, &reply).map(|g| (id.clone(), g));
-            (reply, give_back)
+            (reply, give_back, true)
         }
         // The key changed type under the waiter, or its user lost a permission: it gets the
         // error the command would give.
-        Err(e) => (Reply::Error(e.to_string()), None),
+        Err(e) => (Reply::Error(e.to_string()), None, false),
     };
     if matches!(req, Request::Permits { .. }) {
         // The new permits' leases: the reclaim timer is due no later than the first to end.
@@ -140,6 +140,7 @@ fn try_grant(ctx: &Ctx, id: &LockId, i: usize, req: &Request, who: &Who) -> bool
     }
     if let Some(w) = with(|r| r.locks.get_mut(id).and_then(|q| q.remove(i))).flatten() {
         stats::HANDOFFS.inc();
+        w.ended(granted);
         if req.is_sync() {
             stats::SYNC_HANDOFFS.inc();
         }

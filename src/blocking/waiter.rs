@@ -30,6 +30,14 @@ pub(super) struct Waiter {
     pub(super) since: i64,
 }
 
+impl Waiter {
+    /// This client leaves its lock's waiters, with what it asked for (`granted`) or without:
+    /// its wait is counted in `INFO lockmod`'s `waits_*`. Every way out calls it once.
+    pub(super) fn ended(&self, granted: bool) {
+        crate::effects::wait_stats::ended(self.req.wait_kind(), crate::ffi::Ctx::now_ms() - self.since, granted);
+    }
+}
+
 /// A timer of the wake-up path, as `Ctx::create_timer` returns it.
 pub type TimerId = crate::ffi::timers::TimerId<TimerData>;
 

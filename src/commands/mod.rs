@@ -4,6 +4,7 @@
 //!
 //! May import: blocking, effects, acl, ffi, core. Imported by server (the command table).
 
+pub mod contended;
 pub mod countdown;
 pub mod fair;
 pub mod gcra;

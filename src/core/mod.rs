@@ -13,6 +13,7 @@
 
 pub mod access;
 pub mod config;
+pub mod contended;
 pub mod countdown;
 pub mod error;
 pub mod fair;
@@ -39,6 +40,7 @@ pub mod semaphore;
 pub mod store;
 pub mod sync_info;
 pub mod sync_names;
+pub mod wait_times;
 
 #[cfg(test)]
 pub mod memory;

@@ -31,6 +31,7 @@ pub mod rate_windows;
 mod read_holds;
 pub mod served;
 pub mod stats;
+pub mod wait_stats;
 // The `Store` operations themselves.
 mod store;
 

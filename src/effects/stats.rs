@@ -5,6 +5,7 @@
 //! uncontended add on the hot path.
 
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
@@ -126,9 +127,10 @@ pub fn reset() {
 // -- Leases that expire while held ------------------------------------------------------------
 //
 // Redis reports an expiry only after deleting the key, so the module remembers which keys it
-// granted (a 64-bit hash per held lock, with the lease end it last wrote) and forgets them when
-// it deletes them itself: an `expired` event for a remembered key is a lease that ran out under
-// its holder.
+// granted (a 64-bit hash per held lock, with the lease end it last wrote and when the hold
+// began) and forgets them when it deletes them itself: an `expired` event for a remembered key
+// is a lease that ran out under its holder. When the hold began is what `LOCK.CONTENDED` shows
+// as its age.
 //
 // The module no longer hears other clients' writes (it subscribes to `expired` and `evicted`
 // events only), so a lock deleted, renamed or renewed by someone else stays remembered. A sweep,
@@ -144,10 +146,17 @@ pub const GRACE_MS: i64 = 10 * 60 * 1000;
 /// The set is not swept below this size.
 const SWEEP_FROM: usize = 1024;
 
+/// A lock the module granted: the lease end it last wrote and when the hold began (ms).
+#[derive(Clone, Copy)]
+struct Lease {
+    end: i64,
+    since: i64,
+}
+
 struct Held {
     state: RandomState,
-    /// Fingerprint -> the lease end the module last wrote (ms).
-    leases: HashMap<u64, i64, BuildHasherDefault<Fingerprinted>>,
+    /// Fingerprint -> its lease.
+    leases: HashMap<u64, Lease, BuildHasherDefault<Fingerprinted>>,
     /// Sweep when the set reaches this size.
     sweep_at: usize,
 }
@@ -185,14 +194,29 @@ fn fingerprint(state: &RandomState, db: i32, key: &[u8]) -> u64 {
     state.hash_one((db, key))
 }
 
-/// The module granted `key` (a first hold) with a lease ending at `at`.
-pub fn granted(db: i32, key: &[u8], at: i64, now: i64) {
+/// The module granted `key` (a first hold) with a lease ending at `at`. `joins` when the
+/// grant may join holds already there (a read hold): the hold began with the first of them, if
+/// their lease still runs.
+pub fn granted(db: i32, key: &[u8], at: i64, now: i64, joins: bool) {
     HELD.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
             let f = fingerprint(&h.state, db, key);
-            h.leases.insert(f, at);
+            // One probe of the table, as the plain insert it replaces: a first grant pays no
+            // second lookup for the hold's age.
+            match h.leases.entry(f) {
+                Entry::Occupied(mut e) => {
+                    let l = e.get_mut();
+                    if !(joins && l.end >= now) {
+                        l.since = now;
+                    }
+                    l.end = at;
+                }
+                Entry::Vacant(e) => {
+                    e.insert(Lease { end: at, since: now });
+                }
+            }
             if h.leases.len() >= h.sweep_at {
-                h.leases.retain(|_, &mut at| at + GRACE_MS >= now);
+                h.leases.retain(|_, l| l.end + GRACE_MS >= now);
                 h.sweep_at = (2 * h.leases.len()).max(SWEEP_FROM);
             }
         }
@@ -208,8 +232,8 @@ pub fn lease_moved(db: i32, key: &[u8], at: i64) {
                 return;
             }
             let f = fingerprint(&h.state, db, key);
-            if let Some(end) = h.leases.get_mut(&f) {
-                *end = at;
+            if let Some(l) = h.leases.get_mut(&f) {
+                l.end = at;
             }
         }
     });
@@ -229,6 +253,22 @@ pub fn on_key_event(event: &[u8], db: i32, key: &[u8]) {
             }
         }
     });
+}
+
+/// When the module's hold of `key` began (ms), if the module granted it and has not seen it
+/// end: for `LOCK.CONTENDED`.
+pub fn held_since(db: i32, key: &[u8]) -> Option<i64> {
+    HELD.with(|h| {
+        let h = h.try_borrow().ok()?;
+        h.leases.get(&fingerprint(&h.state, db, key)).map(|l| l.since)
+    })
+}
+
+/// Locks the module granted whose lease has not ended at `now` (`INFO lockmod`'s
+/// `held_locks`): O(locks remembered). A lock the module released or saw expire is gone at
+/// once; one deleted by anyone else counts until its lease would have ended.
+pub fn held_now(now: i64) -> usize {
+    HELD.with(|h| h.try_borrow().map(|h| h.leases.values().filter(|l| l.end >= now).count()).unwrap_or(0))
 }
 
 /// Locks remembered as granted and held (for tests of the sweep).
@@ -253,8 +293,8 @@ mod tests {
     #[test]
     fn an_expiry_of_a_granted_lock_counts_once_and_a_deletion_not_at_all() {
         let before = EXPIRED_HELD.get();
-        granted(0, b"a", 1_000, 0);
-        granted(0, b"b", 1_000, 0);
+        granted(0, b"a", 1_000, 0, false);
+        granted(0, b"b", 1_000, 0, false);
         on_key_event(b"del", 0, b"b");
         on_key_event(b"expired", 0, b"b");
         on_key_event(b"expired", 1, b"a");
@@ -267,13 +307,34 @@ mod tests {
     #[test]
     fn the_sweep_forgets_locks_whose_lease_ended_long_ago() {
         forget_all();
-        granted(0, b"renewed", 1_000, 2_000);
+        granted(0, b"renewed", 1_000, 2_000, false);
         lease_moved(0, b"renewed", 10 * GRACE_MS);
         for i in 0..SWEEP_FROM - 2 {
-            granted(0, format!("old{i}").as_bytes(), 1_000, 2_000);
+            granted(0, format!("old{i}").as_bytes(), 1_000, 2_000, false);
         }
         assert_eq!(remembered(), SWEEP_FROM - 1);
-        granted(0, b"new", 3 * GRACE_MS, 2 * GRACE_MS);
+        granted(0, b"new", 3 * GRACE_MS, 2 * GRACE_MS, false);
         assert_eq!(remembered(), 2, "only the renewed lock and the new one are left");
+    }
+
+    #[test]
+    fn a_hold_is_aged_from_its_first_grant_and_a_joining_read_hold_keeps_that_age() {
+        forget_all();
+        granted(0, b"lock", 5_000, 1_000, false);
+        lease_moved(0, b"lock", 9_000);
+        assert_eq!(held_since(0, b"lock"), Some(1_000), "a renewal keeps the age");
+        granted(0, b"rw", 5_000, 1_000, true);
+        granted(0, b"rw", 6_000, 2_000, true);
+        assert_eq!(held_since(0, b"rw"), Some(1_000), "a second reader joins the running hold");
+        granted(0, b"rw", 9_000, 7_000, true);
+        assert_eq!(held_since(0, b"rw"), Some(7_000), "the earlier holds' lease had ended");
+        granted(0, b"lock", 20_000, 3_000, false);
+        assert_eq!(held_since(0, b"lock"), Some(3_000), "a first hold of a free lock starts anew");
+        assert_eq!(held_now(8_000), 2, "both leases run");
+        assert_eq!(held_now(10_000), 1, "the read holds' lease ended at 9 s, the lock's runs to 20 s");
+        assert_eq!(held_now(21_000), 0);
+        on_key_event(b"del", 0, b"lock");
+        assert_eq!(held_since(0, b"lock"), None);
+        assert_eq!(held_since(1, b"rw"), None, "another database");
     }
 }

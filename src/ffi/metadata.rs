@@ -61,6 +61,9 @@ pub enum KeyAccess {
     ReadDelete,
     /// `RO`: only the key's type is checked (`FAIRLOCK.CANCEL` changes the queue, not the lock).
     TypeOnly,
+    /// No key argument: no key spec (`LOCK.CONTENDED` lists names across the keyspace and
+    /// checks each against the caller's ACL itself).
+    NoKey,
 }
 
 #[derive(Debug)]
@@ -154,6 +157,7 @@ fn key_flags(access: KeyAccess) -> u64 {
         KeyAccess::Delete => REDISMODULE_CMD_KEY_RM | REDISMODULE_CMD_KEY_DELETE,
         KeyAccess::ReadDelete => REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_ACCESS | REDISMODULE_CMD_KEY_DELETE,
         KeyAccess::TypeOnly => REDISMODULE_CMD_KEY_RO,
+        KeyAccess::NoKey => 0,
     };
     u64::from(f)
 }
@@ -172,11 +176,15 @@ pub fn apply(ctx: &redis_module::Context, cmd: &Command, since: &str) -> bool {
     // SAFETY: an all-zero key spec is valid and, with begin_search_type 0 (INVALID), is the
     // array's terminator.
     let mut specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
-    specs[0].flags = key_flags(cmd.key);
-    specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-    specs[0].bs.index.pos = 1;
-    specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-    specs[0].fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+    // A keyless command's array is the terminator alone.
+    if cmd.key != KeyAccess::NoKey {
+        specs[0].flags = key_flags(cmd.key);
+        specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+        specs[0].bs.index.pos = 1;
+        specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+        specs[0].fk.range =
+            raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+    }
     let info = raw::RedisModuleCommandInfo {
         version: &VERSION,
         summary: built.c(cmd.summary),

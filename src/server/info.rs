@@ -2,6 +2,7 @@
 //! this to Redis at load), and `CONFIG RESETSTAT` of the counters.
 
 use crate::effects::stats::{self, Counter};
+use crate::effects::wait_stats;
 use crate::{blocking, ffi, redisson, watch};
 
 /// The `INFO lockmod` fields, in order (Redis prefixes each with `lockmod_`).
@@ -53,12 +54,23 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     fields.push(("args_probed", ffi::args_probed() as i64));
     // Grants whose reply was lost, given back (issue 29), after every earlier field.
     fields.push(("grants_given_back", g(&stats::GIVEN_BACK)));
+    // Issue 37: how many locks are held and how many names have parked clients
+    // (`LOCK.CONTENDED` lists them).
+    fields.push(("held_locks", stats::held_now(ffi::Ctx::now_ms()) as i64));
+    fields.push(("contended_names", blocking::contended_names() as i64));
     fields
+}
+
+/// The `INFO lockmod` dictionary fields, after the integer ones: how long parked clients
+/// waited, per kind (`waits_<kind>:le_0.001=..,...,le_inf=..,count=..,sum_ms=..,gave_up=..`).
+pub fn info_dicts() -> Vec<(&'static str, Vec<(&'static str, i64)>)> {
+    wait_stats::info_fields()
 }
 
 /// `CONFIG RESETSTAT`: our counters reset with Redis' own.
 pub fn reset() {
     stats::reset();
+    wait_stats::reset();
     redisson::stats::reset();
     ffi::reset_args_probed();
 }

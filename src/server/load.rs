@@ -5,7 +5,9 @@ use std::ffi::CStr;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::command_fn;
-use crate::commands::{countdown, fair, gcra, holds, info, lock, psemaphore, ratelimiter, rwlock, semaphore};
+use crate::commands::{
+    contended, countdown, fair, gcra, holds, info, lock, psemaphore, ratelimiter, rwlock, semaphore,
+};
 use crate::ffi::{self, CommandFn};
 
 /// (name, handler, flags): every command takes the lock key as its only declared key.
@@ -139,7 +141,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::acl::set_tracked(tracked);
     // Commands that change nothing must not abort WATCH or invalidate cached keys.
     ffi::modified::opt_out(ctx);
-    if !ffi::info::register(ctx, super::info::info_fields) || !ffi::filter::register(ctx, &super::hooks::FILTER) {
+    if !ffi::info::register(ctx, super::info::info_fields, super::info::info_dicts)
+        || !ffi::filter::register(ctx, &super::hooks::FILTER)
+    {
         ctx.log_warning("lockmod: could not register the INFO section or the command filter");
         return Status::Err;
     }
@@ -174,6 +178,21 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             ctx.log_warning(&format!("lockmod: could not register {name:?}"));
             return Status::Err;
         }
+    }
+    // Keyless (it lists names across the keyspace, filtered by the caller's ACL itself), so no
+    // key positions: Redis Cluster runs it on the node asked. Read-only: a replica answers too.
+    // O(names with parked clients): not `fast`.
+    if !ffi::create_command(
+        ctx,
+        c"lock.contended",
+        command_fn!(contended::lock_contended),
+        c"readonly allow-stale",
+        0,
+        0,
+        0,
+    ) {
+        ctx.log_warning("lockmod: could not register lock.contended");
+        return Status::Err;
     }
     register_stand_ins(ctx);
     // Redis 7.2 (Valkey 7.2): the module's own command that lets it answer parked clients

@@ -71,6 +71,33 @@ const SIDE: Arg = Arg {
     ],
 };
 
+/// `LOCK.CONTENDED`'s `BY WAIT|WAITERS`.
+const BY: Arg = Arg {
+    name: "by",
+    kind: ArgKind::OneOf,
+    token: Some("BY"),
+    optional: true,
+    multiple: false,
+    subargs: &[
+        Arg {
+            name: "wait",
+            kind: ArgKind::PureToken,
+            token: Some("WAIT"),
+            optional: false,
+            multiple: false,
+            subargs: &[],
+        },
+        Arg {
+            name: "waiters",
+            kind: ArgKind::PureToken,
+            token: Some("WAITERS"),
+            optional: false,
+            multiple: false,
+            subargs: &[],
+        },
+    ],
+};
+
 pub static COMMANDS: &[Command] = &[
     Command {
         name: "LOCK.ACQUIRE",
@@ -116,6 +143,16 @@ pub static COMMANDS: &[Command] = &[
         key: KeyAccess::Read,
         acl: "read slow",
         args: &[KEY, COUNT],
+    },
+    Command {
+        name: "LOCK.CONTENDED",
+        summary: "Lists the names clients are parked on, the worst first: kind, holders, hold age, waiters",
+        complexity: "O(M log M + N) where M is the number of names with parked clients and N is COUNT \
+                     (default 10): the names listed",
+        arity: -1,
+        key: KeyAccess::NoKey,
+        acl: "keyspace read slow",
+        args: &[COUNT, BY],
     },
     Command {
         name: "RWLOCK.RLOCK",

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod answers;
 pub mod cluster;
+pub mod contended;
 pub mod diff;
 pub mod gcra;
 pub mod names;
