@@ -196,10 +196,12 @@ test-docs: build python-env clients/node/node_modules/.package-lock.json ## Run 
 unit: ## Unit tests only (no server)
 	$(CARGO) test --lib
 
-lint: deps ## cargo fmt --check, clippy -D warnings, the Rust client's docs without warnings, the layering check (scripts/check-layers.py), promtool on monitoring/
+lint: deps ## cargo fmt --check, clippy -D warnings, the Rust client's docs without warnings and its rust-version against Cargo.lock, the layering check (scripts/check-layers.py), promtool on monitoring/
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p redis-lockmod-client --no-deps --quiet
+	python3 scripts/check-msrv.py --self-test
+	python3 scripts/check-msrv.py redis-lockmod-client
 	python3 scripts/check-layers.py --self-test
 	python3 scripts/check-layers.py
 	@command -v promtool >/dev/null || { echo "*** promtool is NOT installed: monitoring/ was NOT checked (scripts/install-deps.sh) ***" >&2; exit 1; }

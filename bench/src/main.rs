@@ -24,6 +24,7 @@ mod part10_rates;
 mod part11;
 mod part11_cell;
 mod part12;
+mod part12_latency;
 mod part2;
 mod part3;
 mod part4;

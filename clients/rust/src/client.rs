@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::{Error, Result};
+use crate::schedule::Schedule;
 use crate::transport::topology::Topology;
 use crate::transport::Transport;
 
@@ -24,6 +25,9 @@ pub(crate) const FAIR_WAIT: Duration = Duration::from_secs(300);
 const MIN_LATCH: Duration = Duration::from_secs(60);
 
 /// Where the servers are.
+///
+/// The client opens its own connections from these addresses; TLS is redis-rs' (a `rediss://`
+/// address, with one of redis-rs' TLS features on: docs/clients.md, "Connections and TLS").
 pub enum Servers {
     /// One server (`redis::Client::open("redis://127.0.0.1/")`).
     Standalone(redis::Client),
@@ -32,6 +36,19 @@ pub enum Servers {
     /// A primary found through Sentinel (`SentinelServerType::Master`), looked up again after a
     /// failover.
     Sentinel(SentinelClient),
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Servers::Standalone(c) => f.debug_tuple("Standalone").field(&c.get_connection_info().addr()).finish(),
+            Servers::Cluster(nodes) => {
+                f.debug_tuple("Cluster").field(&nodes.iter().map(|n| n.addr()).collect::<Vec<_>>()).finish()
+            }
+            // redis-rs' SentinelClient is not Debug.
+            Servers::Sentinel(_) => f.debug_tuple("Sentinel").finish_non_exhaustive(),
+        }
+    }
 }
 
 impl Servers {
@@ -143,9 +160,9 @@ impl LockClientBuilder {
         };
         let renew_interval = self.renew_interval.unwrap_or(self.watchdog_lease / 3).max(Duration::from_millis(1));
         // The reads and re-sent unlocks that settle a lost reply wait longer than a command:
-        // the server that lost a reply may still be busy.
-        let settle_timeout = (self.command_timeout * 2).max(Duration::from_secs(1));
-        let latch = (settle_timeout * 6).max(MIN_LATCH);
+        // the server that lost a reply may still be busy. (Saturating: no setting panics.)
+        let settle_timeout = self.command_timeout.saturating_mul(2).max(Duration::from_secs(1));
+        let latch = settle_timeout.saturating_mul(6).max(MIN_LATCH);
         let core = Core {
             transport: Transport::new(topology, self.connect_timeout, self.command_timeout),
             uuid: uuid::Uuid::new_v4().to_string(),
@@ -159,10 +176,20 @@ impl LockClientBuilder {
             latch,
             sync_replicas: self.sync_replicas,
             sync_timeout: self.sync_timeout,
+            schedule: Schedule::default(),
+            runtime_gone: CancellationToken::new(),
             runtime,
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
         };
+        // A task that lives as long as the client: a runtime that shuts down first drops it,
+        // which fires `runtime_gone`. Not tracked: `close` does not wait for it.
+        let gone = core.runtime_gone.clone().drop_guard();
+        let shutdown = core.shutdown.clone();
+        core.runtime.spawn(async move {
+            shutdown.cancelled().await;
+            gone.disarm();
+        });
         Ok(LockClient { handle: Arc::new(ClientHandle { core: Arc::new(core) }) })
     }
 }
@@ -181,6 +208,10 @@ pub(crate) struct Core {
     pub latch: Duration,
     pub sync_replicas: bool,
     pub sync_timeout: Duration,
+    /// Every hold of the client, for the watchdog to renew or declare lost (crate::watchdog).
+    pub schedule: Schedule,
+    /// Fires when the runtime the client was built on has shut down.
+    pub runtime_gone: CancellationToken,
     runtime: Handle,
     tasks: TaskTracker,
     /// Fires when the last handle of the client is gone, or at `close`: watchdogs stop.
@@ -219,7 +250,8 @@ impl Core {
     }
 
     /// Runs `fut` on the client's runtime, tracked so that `close` waits for it. Works from
-    /// any thread, inside a runtime or not, and never blocks (a `Drop` may call it).
+    /// any thread, inside a runtime or not, and never blocks (a `Drop` may call it). On a
+    /// runtime that has shut down, `fut` is dropped unrun and the handle reports it cancelled.
     pub fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
@@ -292,6 +324,7 @@ impl LockClient {
         core.tasks.close();
         core.tasks.wait().await;
         core.tasks.reopen();
+        core.transport.flush_latch_dels(core.command_timeout).await;
         core.transport.close();
     }
 }

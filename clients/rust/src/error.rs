@@ -75,6 +75,19 @@ pub enum Error {
     /// The [`LockClient`](crate::LockClient) was closed.
     #[error("the lock client is closed")]
     Closed,
+
+    /// The tokio runtime the client was built on (its background tasks run there) has shut
+    /// down, so nothing more can be sent. Build the client on a runtime that outlives its use
+    /// (the blocking API has a runtime of its own). A hold taken before is not renewed any
+    /// more and frees itself at the end of its lease.
+    #[error("the tokio runtime of the lock client has shut down: build the client on a runtime that outlives it")]
+    RuntimeShutdown,
+
+    /// A task of the library panicked: a bug (please report it with this message). The call's
+    /// outcome is unknown; a hold it may have taken is not renewed and frees itself at the end
+    /// of its lease.
+    #[error("a task of the lock client panicked ({0}): a bug, please report it")]
+    TaskPanicked(String),
 }
 
 /// `Result` with this crate's [`Error`].
@@ -89,8 +102,37 @@ impl Error {
         Error::StateUnknown { command: command.to_string(), name: name.to_string(), cause: cause.to_string() }
     }
 
+    /// The error of a task of the client that did not run to its end: the runtime shut down,
+    /// or the task panicked.
+    pub(crate) fn from_join(e: tokio::task::JoinError) -> Error {
+        if e.is_panic() {
+            let p = e.into_panic();
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            return Error::TaskPanicked(what);
+        }
+        Error::RuntimeShutdown
+    }
+
     /// True for [`Error::LockLost`].
     pub fn is_lost(&self) -> bool {
         matches!(self, Error::LockLost { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_task_that_panicked_or_never_ran_to_its_end_gets_its_own_error() {
+        let panicked = tokio::spawn(async { panic!("boom") }).await.unwrap_err();
+        assert!(matches!(Error::from_join(panicked), Error::TaskPanicked(m) if m == "boom"));
+        let dropped = tokio::spawn(std::future::pending::<()>());
+        dropped.abort();
+        assert!(matches!(Error::from_join(dropped.await.unwrap_err()), Error::RuntimeShutdown));
     }
 }

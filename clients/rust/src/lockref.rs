@@ -1,15 +1,17 @@
-//! [`LockRef`]: what a lock's background work (the watchdog, a guard's release) needs of it,
-//! without keeping the application's client alive; and the millisecond arguments.
+//! [`LockRef`]: one holder on one lock, as a guard, its release and the watchdog need it,
+//! without keeping the application's client alive.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Core;
-use crate::holder::Holder;
+use crate::holder::{Holder, Period};
 use crate::kinds::Kind;
 use crate::protocol::Target;
+use crate::schedule::Watched;
+use crate::watchdog;
 
-/// What a background task needs of a lock, without keeping the application's client alive.
+/// One holder on one lock: what a guard, its release and the watchdog need of it.
 #[derive(Clone, Debug)]
 pub(crate) struct LockRef {
     pub core: Arc<Core>,
@@ -27,9 +29,18 @@ impl LockRef {
     pub fn sync(&self) -> Option<Duration> {
         self.core.sync()
     }
-}
 
-/// A duration as the module's millisecond argument.
-pub(crate) fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    /// The holder's `period` changed (a grant, a partial release, a renewal): the watchdog's
+    /// schedule follows it.
+    pub fn watch(&self, period: &Arc<Period>) {
+        let w = Watched::new(self.name.clone(), self.kind, self.holder.clone(), period.clone());
+        watchdog::watch(&self.core, w);
+    }
+
+    /// Every hold of `period` is lost (the lock is gone); false if that period had ended.
+    pub fn lose(&self, period: &Period) -> bool {
+        let lost = self.holder.lose(period);
+        self.core.schedule.remove(period.id);
+        lost
+    }
 }

@@ -16,6 +16,11 @@ pub(crate) fn token_key(name: &str) -> String {
     prefix("redisson_lock_token", name)
 }
 
+/// The latch an unlock with `LATCH <request id>` writes: `redisson_unlock_latch:{name}:<id>`.
+pub(crate) fn unlock_latch_key(name: &str, request_id: &str) -> String {
+    format!("{}:{request_id}", prefix("redisson_unlock_latch", name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -24,5 +29,7 @@ mod tests {
     fn a_plain_name_is_braced_and_a_tagged_one_kept() {
         assert_eq!(token_key("orders"), "redisson_lock_token:{orders}");
         assert_eq!(token_key("{shop}:orders"), "redisson_lock_token:{shop}:orders");
+        assert_eq!(unlock_latch_key("l", "r1"), "redisson_unlock_latch:{l}:r1");
+        assert_eq!(unlock_latch_key("{l}", "r1"), "redisson_unlock_latch:{l}:r1");
     }
 }

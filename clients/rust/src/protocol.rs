@@ -6,7 +6,9 @@
 //!   granted. Only reads are sent again.
 //! - Every unlock carries `LATCH <request id> <ms>`: a lost unlock reply is settled by sending
 //!   the same request again, which the latch answers with the first outcome instead of applying
-//!   it twice, within half the latch's life; later it is settled by asking, as an acquire.
+//!   it twice, within half the latch's life; later it is settled by asking, as an acquire. An
+//!   unlock answered on its first send cannot be sent again: its latch is deleted then (with
+//!   the node's next request, transport/front.rs), as Redisson deletes its own.
 
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use redis::{Cmd, Value};
 use tokio::time::Instant;
 
 use crate::client::Core;
+use crate::durations::from_now;
 use crate::error::Error;
 use crate::kinds::Kind;
 use crate::names;
@@ -47,7 +50,7 @@ impl Target<'_> {
         } else {
             vec![holds]
         };
-        let give_up = Instant::now() + self.core.resolve_timeout;
+        let give_up = from_now(self.core.resolve_timeout);
         let mut delay = Duration::from_millis(25);
         loop {
             let req = Request {
@@ -70,10 +73,10 @@ impl Target<'_> {
                     return Ok((count, token));
                 }
                 Err(CallError::Failed(e)) if !is_connection(&e) => return Err(e),
-                Err(CallError::Failed(e)) if Instant::now() >= give_up => {
+                Err(CallError::Failed(e)) if passed(give_up) => {
                     return Err(Error::unknown(self.kind.holds, self.name, format!("{why}; {e}")))
                 }
-                Err(CallError::Lost(l)) if Instant::now() >= give_up => {
+                Err(CallError::Lost(l)) if passed(give_up) => {
                     return Err(Error::unknown(self.kind.holds, self.name, format!("{why}; {}", l.cause)))
                 }
                 Err(_) => {
@@ -107,20 +110,21 @@ impl Target<'_> {
 
     /// Sends a latched unlock; a lost reply re-sends the very same request (same latch id),
     /// which the server answers with the first outcome. Past half the latch's life the unlock
-    /// is settled by asking. Returns the unlock's reply (nil, 0 or 1) and what the replica
-    /// sync pipelined after it replied.
+    /// is settled by asking. `latch`: the latch's key, deleted when the first send is answered
+    /// (`None`: a copy may have gone out before, the latch stays). Returns the unlock's reply
+    /// (nil, 0 or 1) and what the replica sync pipelined after it replied.
     pub async fn release(
         &self,
         unlock: Cmd,
+        mut latch: Option<String>,
         sync: Option<Duration>,
         before: i64,
     ) -> Result<(Value, Option<Synced>), Error> {
-        let first_sent = Instant::now();
-        let resend_by = first_sent + self.core.latch / 2;
+        let resend_by = from_now(self.core.latch / 2);
         let cmds = vec![unlock];
         let mut lost_on: Vec<Lost> = Vec::new();
         for attempt in 0..UNLOCK_ATTEMPTS {
-            if attempt > 0 && Instant::now() > resend_by {
+            if attempt > 0 && passed(resend_by) {
                 break;
             }
             let timeout = if attempt == 0 { self.core.command_timeout } else { self.core.settle_timeout };
@@ -130,7 +134,13 @@ impl Target<'_> {
                 .call(Request { key: self.name, cmds: &cmds, timeout: Some(timeout), cancel: None, sync })
                 .await
             {
-                Ok(mut r) => return Ok((r.values.pop().unwrap_or(Value::Nil), r.synced)),
+                Ok(mut r) => {
+                    if let (0, Some(key)) = (attempt, latch.take()) {
+                        // Answered on its only send: nothing can send it again.
+                        r.node.defer_latch_del(key);
+                    }
+                    return Ok((r.values.pop().unwrap_or(Value::Nil), r.synced));
+                }
                 Err(CallError::Failed(e)) => return Err(e),
                 Err(CallError::Lost(l)) => {
                     tracing::warn!(
@@ -155,6 +165,11 @@ impl Target<'_> {
         }
         Err(Error::unknown(self.kind.unlock, self.name, "no reply to any send of the unlock"))
     }
+}
+
+/// Whether `at` has passed (`None`: never).
+fn passed(at: Option<Instant>) -> bool {
+    at.is_some_and(|at| Instant::now() >= at)
 }
 
 /// A connection failure (as opposed to an error reply, which is final).

@@ -54,10 +54,10 @@ async fn a_grant_writes_redissons_layout_and_an_unlock_frees_and_publishes() {
     let locks = LockClient::new(s.client()).unwrap();
     let sub = Subscriber::start(&s);
     let lock = locks.lock("orders");
-    assert!(lock.owner().starts_with(&format!("{}:", locks.id())), "owner is <uuid>:<n>: {}", lock.owner());
     let g = lock.acquire().await.unwrap();
+    assert!(g.owner().starts_with(&format!("{}:", locks.id())), "owner is <uuid>:<n>: {}", g.owner());
     let mut c = s.conn();
-    assert_eq!(hgetall(&mut c, "orders"), vec![(lock.owner().to_string(), "1".to_string())]);
+    assert_eq!(hgetall(&mut c, "orders"), vec![(g.owner().to_string(), "1".to_string())]);
     let ttl = pttl(&mut c, "orders");
     assert!(ttl > 29_000 && ttl <= 30_000, "the watchdog lease: {ttl}");
     assert_eq!(g.unlock().await.unwrap(), Unlocked::Last);
@@ -68,16 +68,20 @@ async fn a_grant_writes_redissons_layout_and_an_unlock_frees_and_publishes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_lock_object_reenters_and_another_is_refused() {
+async fn a_reentrant_lock_object_reenters_and_another_is_refused() {
     let s = Server::start();
     let locks = LockClient::new(s.client()).unwrap();
-    let lock = locks.lock("re").with_lease(Duration::from_secs(10));
+    let lock = locks.lock("re").reentrant().with_lease(Duration::from_secs(10));
     let a = lock.acquire().await.unwrap();
     let b = lock.clone().acquire().await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 2);
-    let other = locks.lock("re");
+    let other = locks.lock("re").reentrant();
     assert!(other.try_acquire(Duration::ZERO).await.unwrap().is_none(), "another holder is refused");
     assert!(lock.is_locked().await.unwrap() && !other.is_held().await.unwrap());
+    assert!(
+        locks.lock("re").try_acquire(Duration::ZERO).await.unwrap().is_none(),
+        "a lock object without an owner of its own is another holder each time"
+    );
     assert_eq!(b.unlock().await.unwrap(), Unlocked::HoldsLeft);
     let ttl = pttl(&mut s.conn(), "re");
     assert!(ttl > 9_000, "a partial unlock sets the lease again: {ttl}");
@@ -114,7 +118,7 @@ async fn a_wait_with_a_timeout_ends_in_the_server_and_returns_none() {
 async fn every_fenced_grant_takes_the_next_token_of_the_name() {
     let s = Server::start();
     let locks = LockClient::new(s.client()).unwrap();
-    let lock = locks.lock("ledger").fenced();
+    let lock = locks.lock("ledger").reentrant().fenced();
     let a = lock.acquire().await.unwrap();
     let b = lock.acquire().await.unwrap();
     assert_eq!((a.token(), b.token()), (Some(1), Some(2)), "reentrant grants too");
@@ -134,7 +138,7 @@ async fn every_fenced_grant_takes_the_next_token_of_the_name() {
 async fn readers_share_a_writer_excludes_and_its_last_write_release_downgrades() {
     let s = Server::start();
     let locks = LockClient::new(s.client()).unwrap();
-    let rw1 = locks.read_write_lock("doc");
+    let rw1 = locks.read_write_lock("doc").reentrant();
     let rw2 = locks.read_write_lock("doc");
     let r1 = rw1.read().acquire().await.unwrap();
     let r2 = rw2.read().acquire().await.unwrap();
@@ -148,7 +152,8 @@ async fn readers_share_a_writer_excludes_and_its_last_write_release_downgrades()
     let mut c = s.conn();
     let fields = hgetall(&mut c, "doc");
     assert!(fields.contains(&("mode".into(), "write".into())), "{fields:?}");
-    assert!(fields.contains(&(format!("{}:write", rw1.write().owner()), "1".into())), "{fields:?}");
+    assert!(fields.contains(&(format!("{}:write", w.owner()), "1".into())), "{fields:?}");
+    assert_eq!(Some(w.owner()), rw1.read().owner(), "one holder for both sides");
     assert_eq!(w.unlock().await.unwrap(), Unlocked::Last);
     let mode: String = redis::cmd("HGET").arg("doc").arg("mode").query(&mut c).unwrap();
     assert_eq!(mode, "read", "downgraded: the owner keeps its read hold");
@@ -218,7 +223,7 @@ async fn a_dropped_unlock_future_still_releases_exactly_one_hold_and_is_recorded
         .renew_interval(Duration::from_millis(300))
         .build(redis_lockmod_client::Servers::Standalone(s.client()))
         .unwrap();
-    let lock = locks.lock("half-unlocked");
+    let lock = locks.lock("half-unlocked").reentrant();
     let renewals = || support::command_calls(&mut s.conn(), "LOCK.RENEW");
     let mut cut = 0;
     for round in 0..50u64 {
@@ -244,7 +249,7 @@ async fn a_dropped_unlock_future_still_releases_exactly_one_hold_and_is_recorded
         }
         cut += 1;
         eventually("one hold released", || {
-            hgetall(&mut s.conn(), "half-unlocked") == vec![(lock.owner().to_string(), "1".to_string())]
+            hgetall(&mut s.conn(), "half-unlocked") == vec![(outer.owner().to_string(), "1".to_string())]
         })
         .await;
         assert_eq!(outer.unlock().await.unwrap(), Unlocked::Last, "round {round}");

@@ -26,10 +26,10 @@ async fn a_granted_acquire_whose_reply_is_lost_is_recognised_as_held() {
     sleeper.join().unwrap();
     assert_eq!(
         hgetall(&mut s.conn(), "lost-acquire"),
-        vec![(lock.owner().to_string(), "1".to_string())],
+        vec![(g.owner().to_string(), "1".to_string())],
         "granted once, never re-sent"
     );
-    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    assert_eq!(g.hold_count().await.unwrap(), 1);
     g.unlock().await.unwrap();
     assert_eq!(support::pttl(&mut s.conn(), "lost-acquire"), -2);
     locks.close().await;
@@ -39,7 +39,7 @@ async fn a_granted_acquire_whose_reply_is_lost_is_recognised_as_held() {
 async fn a_lost_fenced_grant_still_knows_its_token() {
     let s = Server::start();
     let locks = fast(&s);
-    let lock = locks.read_write_lock("lost-fenced").write().fenced().with_lease(Duration::from_secs(30));
+    let lock = locks.read_write_lock("lost-fenced").reentrant().write().fenced().with_lease(Duration::from_secs(30));
     let first = lock.try_acquire(Duration::ZERO).await.unwrap().unwrap();
     assert_eq!(first.token(), Some(1));
     let sleeper = s.sleep(1.2);
@@ -72,7 +72,7 @@ async fn a_refused_acquire_whose_reply_is_lost_is_an_error_and_takes_nothing() {
 async fn a_lost_unlock_reply_is_not_applied_twice() {
     let s = Server::start();
     let locks = fast(&s);
-    let lock = locks.fair_lock("lost-unlock").with_lease(Duration::from_secs(30));
+    let lock = locks.fair_lock("lost-unlock").reentrant().with_lease(Duration::from_secs(30));
     let a = lock.acquire().await.unwrap();
     let b = lock.acquire().await.unwrap();
     let sleeper = s.sleep(1.2);
@@ -80,7 +80,7 @@ async fn a_lost_unlock_reply_is_not_applied_twice() {
     sleeper.join().unwrap();
     assert_eq!(
         hgetall(&mut s.conn(), "lost-unlock"),
-        vec![(lock.owner().to_string(), "1".to_string())],
+        vec![(a.owner().to_string(), "1".to_string())],
         "one hold released, not two"
     );
     assert_eq!(a.unlock().await.unwrap(), Unlocked::Last);
@@ -130,7 +130,6 @@ async fn a_lost_wait_settled_as_not_granted_waits_again_for_the_time_left() {
     let locks = LockClient::new(client).unwrap();
     let holder = locks.lock("rewait").acquire().await.unwrap();
     let lock = locks.lock("rewait");
-    let owner = lock.owner().to_string();
     let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(30)).await });
     s.wait_blocked(1);
     redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut c).unwrap();
@@ -146,7 +145,7 @@ async fn a_lost_wait_settled_as_not_granted_waits_again_for_the_time_left() {
     assert!(who.lines().any(|l| l.contains(" user=nokill ") && l.contains(" flags=b ")), "parked as nokill: {who}");
     holder.unlock().await.unwrap();
     let guard = waiter.await.unwrap().expect("no error while time is left").expect("granted to the new wait");
-    assert_eq!(hgetall(&mut c, "rewait"), vec![(owner, "1".to_string())], "one hold");
+    assert_eq!(hgetall(&mut c, "rewait"), vec![(guard.owner().to_string(), "1".to_string())], "one hold");
     assert_eq!(guard.unlock().await.unwrap(), Unlocked::Last);
     locks.close().await;
 }

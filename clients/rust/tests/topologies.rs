@@ -86,7 +86,7 @@ async fn sentinel_names_the_primary_and_replicas_are_waited_for() {
     let locks = LockClient::builder().build(Servers::Sentinel(sentinel_client(&s))).unwrap();
     let lock = locks.lock("orders");
     let g = lock.acquire().await.unwrap();
-    let holds: i64 = redis::cmd("LOCK.HOLDS").arg("orders").arg(lock.owner()).query(&mut s.replica.conn()).unwrap();
+    let holds: i64 = redis::cmd("LOCK.HOLDS").arg("orders").arg(g.owner()).query(&mut s.replica.conn()).unwrap();
     assert_eq!(holds, 1, "WAIT after the grant: the replica has it when acquire returns");
     g.unlock().await.unwrap();
     let exists: i64 = redis::cmd("EXISTS").arg("orders").query(&mut s.replica.conn()).unwrap();

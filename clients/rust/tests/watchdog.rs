@@ -120,3 +120,47 @@ async fn the_blocking_api_refuses_to_block_inside_a_runtime() {
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     tokio::task::spawn_blocking(move || drop(locks)).await.unwrap();
 }
+
+/// The watchdog is one task per client, not one per hold (issue 34: a task per grant cost
+/// wake-ups of other worker threads on every acquire, most of the library's time uncontended).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holds_add_no_task() {
+    let s = Server::start();
+    // The default renew interval (10 s): no renewal task runs while the test counts.
+    let locks = LockClient::new(s.client()).unwrap();
+    let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    // The connection's driver task and the watchdog's exist after a first hold.
+    let first = locks.lock("warm").acquire().await.unwrap();
+    let before = tasks();
+    let mut guards = vec![first];
+    for i in 0..100 {
+        guards.push(locks.lock(&format!("many{i}")).acquire().await.unwrap());
+    }
+    assert!(tasks() <= before, "{} tasks for 101 holds, {before} for one", tasks());
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+    locks.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_holds_are_each_renewed_by_the_one_watchdog() {
+    let s = Server::start();
+    let locks = fast(&s);
+    let mut guards = Vec::new();
+    for i in 0..20 {
+        guards.push(locks.lock(&format!("many{i}")).acquire().await.unwrap());
+    }
+    // Past the watchdog lease (600 ms): every hold was renewed, none lost.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut c = s.conn();
+    for (i, g) in guards.iter().enumerate() {
+        assert!(!g.is_lost(), "hold {i} lost");
+        let ttl = pttl(&mut c, &format!("many{i}"));
+        assert!(ttl > 0 && ttl <= 600, "hold {i} renewed: {ttl}");
+    }
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+    locks.close().await;
+}

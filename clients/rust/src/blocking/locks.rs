@@ -42,6 +42,12 @@ impl Lock {
         Lock { inner: self.inner.with_fair_wait(wait), rt: self.rt }
     }
 
+    /// [`crate::Lock::reentrant`]: Redisson's reentrance, one owner for every acquire of this
+    /// object (threads sharing it do not exclude each other).
+    pub fn reentrant(self) -> Self {
+        Lock { inner: self.inner.reentrant(), rt: self.rt }
+    }
+
     /// [`crate::Lock::with_owner`].
     pub fn with_owner(self, owner: &str) -> Self {
         Lock { inner: self.inner.with_owner(owner), rt: self.rt }
@@ -52,18 +58,20 @@ impl Lock {
         self.inner.name()
     }
 
-    /// The owner name this object holds under.
-    pub fn owner(&self) -> &str {
+    /// [`crate::Lock::owner`]: a reentrant object's owner name, else `None`.
+    pub fn owner(&self) -> Option<&str> {
         self.inner.owner()
     }
 
-    /// Takes (or re-enters) the lock, waiting in the server without limit.
+    /// Takes the lock (a reentrant object: or re-enters it), waiting in the server without
+    /// limit. Threads sharing a lock object (an `Arc<Lock>`, clones) exclude each other.
     pub fn acquire(&self) -> Result<LockGuard> {
         let g = self.rt.block_on(self.inner.acquire())??;
         Ok(LockGuard { inner: Some(g), rt: self.rt.clone() })
     }
 
-    /// Takes (or re-enters) the lock, waiting at most `timeout` (zero: tries once).
+    /// Takes the lock (a reentrant object: or re-enters it), waiting at most `timeout` (zero:
+    /// tries once; `Duration::MAX`: no limit).
     pub fn try_acquire(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         let g = self.rt.block_on(self.inner.try_acquire(timeout))??;
         Ok(g.map(|g| LockGuard { inner: Some(g), rt: self.rt.clone() }))
@@ -107,6 +115,13 @@ impl ReadWriteLock {
         ReadWriteLock { read: Lock::new(inner.read(), rt.clone()), write: Lock::new(inner.write(), rt) }
     }
 
+    /// [`crate::ReadWriteLock::reentrant`]: both sides one holder, as Redisson's.
+    pub fn reentrant(self) -> Self {
+        let rt = self.read.rt.clone();
+        let inner = crate::ReadWriteLock::from_sides(self.read.inner, self.write.inner).reentrant();
+        ReadWriteLock::new(inner, rt)
+    }
+
     /// The read side.
     pub fn read(&self) -> Lock {
         self.read.clone()
@@ -135,6 +150,16 @@ impl LockGuard {
     /// The fencing token of this grant ([`crate::LockGuard::token`]).
     pub fn token(&self) -> Option<u64> {
         self.guard().token()
+    }
+
+    /// The owner name it is held under ([`crate::LockGuard::owner`]).
+    pub fn owner(&self) -> &str {
+        self.guard().owner()
+    }
+
+    /// [`crate::LockGuard::hold_count`].
+    pub fn hold_count(&self) -> Result<i64> {
+        self.rt.block_on(self.guard().hold_count())?
     }
 
     /// Whether the lock was lost while held.

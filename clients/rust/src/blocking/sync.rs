@@ -8,7 +8,7 @@ use super::runtime::Rt;
 use crate::error::Result;
 
 /// A blocking [`crate::Semaphore`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Semaphore {
     inner: crate::Semaphore,
     rt: Arc<Rt>,
@@ -59,6 +59,7 @@ impl Semaphore {
 
 /// A blocking [`crate::SemaphoreGuard`].
 #[must_use = "dropping the guard gives the permits back at once (in the background)"]
+#[derive(Debug)]
 pub struct SemaphoreGuard {
     inner: Option<crate::SemaphoreGuard>,
     rt: Arc<Rt>,
@@ -82,7 +83,7 @@ impl SemaphoreGuard {
 }
 
 /// A blocking [`crate::PermitExpirableSemaphore`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct PermitExpirableSemaphore {
     inner: crate::PermitExpirableSemaphore,
     rt: Arc<Rt>,
@@ -128,6 +129,7 @@ impl PermitExpirableSemaphore {
 
 /// A blocking [`crate::PermitGuard`].
 #[must_use = "dropping the guard gives the permits back at once (in the background)"]
+#[derive(Debug)]
 pub struct PermitGuard {
     inner: Option<crate::PermitGuard>,
     rt: Arc<Rt>,
@@ -149,7 +151,7 @@ impl PermitGuard {
 }
 
 /// A blocking [`crate::CountDownLatch`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct CountDownLatch {
     inner: crate::CountDownLatch,
     rt: Arc<Rt>,

@@ -72,12 +72,12 @@ impl CountDownLatch {
     }
 
     /// Redisson's `await`: waits in the server until the count is zero, at most `timeout`
-    /// (`None`: no limit; zero: checks once). True once it is zero (or the latch does not
+    /// (`None`, or longer than the server can express: no limit; zero: checks once). True once it is zero (or the latch does not
     /// exist), false when the time ran out. Dropping this future ends the wait in the server.
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
         check_open(&self.name, self.core())?;
         let latch = self.clone();
-        detached(self.core(), move |cancel| async move {
+        detached(self.core(), &self.name, move |cancel| async move {
             let core = latch.core().clone();
             let (block, t) = wait_args(&core, timeout);
             let cmds = [with_block(redis::cmd("COUNTDOWN.AWAIT").arg(&*latch.name).clone(), block)];

@@ -20,23 +20,49 @@ pub use permits::{PermitExpirableSemaphore, PermitGuard};
 pub use ratelimiter::{RateLimiter, RateLimiterConfig, RateType, SetRate};
 pub use semaphore::{Semaphore, SemaphoreGuard};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Core;
+use crate::durations::{self, ms};
 use crate::error::{Error, Result};
-use crate::lockref::ms;
+use crate::settle;
 
-/// `(BLOCK ms or None, request timeout)` of a wait: `None` waits without limit (`BLOCK 0`),
-/// zero tries once, else the server waits that long (the request gets it on top of the command
-/// timeout).
+/// `(BLOCK ms or None, request timeout)` of a wait: `None` waits without limit (`BLOCK 0`), so
+/// does a wait longer than the server can express (`Duration::MAX`); zero tries once, else the
+/// server waits that long (the request gets it on top of the command timeout).
 pub(crate) fn wait_args(core: &Core, timeout: Option<Duration>) -> (Option<u64>, Option<Duration>) {
     match timeout {
         None => (Some(0), None),
+        Some(d) if durations::unlimited(d) => (Some(0), None),
         Some(d) if ms(d) == 0 => (None, Some(core.command_timeout)),
-        Some(d) => (Some(ms(d)), Some(d + core.command_timeout)),
+        Some(d) => (Some(ms(d)), Some(d.saturating_add(core.command_timeout))),
     }
+}
+
+/// Runs `fut` (the release of a dropped guard's permits) in the background, as a settle of
+/// `name`: the client's next request on it waits for the release.
+pub(crate) fn release_in_background<F>(core: &Arc<Core>, name: &str, fut: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let settling = core.transport.settles.begin(name);
+    core.spawn(settle::as_settle(async move {
+        let _settling = settling;
+        fut.await;
+    }));
+}
+
+/// Runs `fut` (a guard's release) in a task of the client, so that dropping the caller's future
+/// does not stop it half-way; its result, or the error of a task that did not run to its end.
+pub(crate) async fn run_to_end<T, F>(core: &Arc<Core>, fut: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+{
+    core.spawn(fut).await.map_err(Error::from_join)?
 }
 
 pub(crate) fn with_block(mut c: redis::Cmd, block: Option<u64>) -> redis::Cmd {

@@ -9,11 +9,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{change, check_open, positive, unanswered, wait_args, with_block};
+use super::{change, check_open, positive, release_in_background, run_to_end, unanswered, wait_args, with_block};
 use crate::client::{Core, LockClient};
-use crate::detach::detached;
+use crate::detach::{detached, GiveBack};
+use crate::durations::{after, ms};
 use crate::error::{Error, Result};
-use crate::lockref::ms;
 use crate::reply;
 use crate::transport::{CallError, Request};
 
@@ -93,8 +93,10 @@ impl PermitExpirableSemaphore {
         }
     }
 
-    /// Takes `permits`, waiting at most `timeout` (zero: tries once); `Ok(None)` if they did
-    /// not come. Dropping this future ends the wait; permits granted in that instant go back.
+    /// Takes `permits`, waiting at most `timeout` (zero: tries once; longer than the server can
+    /// express, `Duration::MAX`: no limit); `Ok(None)` if they did not come. Dropping this
+    /// future ends the wait; permits granted in that instant go back before the client's next
+    /// request on the semaphore.
     pub async fn try_acquire(&self, permits: u64, timeout: Duration) -> Result<Option<PermitGuard>> {
         self.take(permits, Some(timeout)).await
     }
@@ -107,7 +109,7 @@ impl PermitExpirableSemaphore {
             None => 0,
         };
         let sem = self.clone();
-        detached(self.core(), move |cancel| async move {
+        detached(self.core(), &self.name, move |cancel| async move {
             let core = sem.core().clone();
             let (block, t) = wait_args(&core, timeout);
             let c = redis::cmd("PSEMAPHORE.ACQUIRE").arg(&*sem.name).arg(permits).arg(lease).clone();
@@ -125,7 +127,7 @@ impl PermitExpirableSemaphore {
                             return Err(e);
                         }
                         // The lease starts when the server serves the request: never before the send.
-                        let deadline = (lease > 0).then(|| sent + Duration::from_millis(lease));
+                        let deadline = (lease > 0).then(|| after(sent, Duration::from_millis(lease))).flatten();
                         Ok(Some(PermitGuard::new(sem.clone(), ids, deadline)))
                     }
                 },
@@ -214,7 +216,7 @@ impl PermitGuard {
         }
         if all {
             if let Ok(mut d) = self.expiry.deadline.lock() {
-                *d = (!lease.is_zero()).then(|| sent + lease);
+                *d = (!lease.is_zero()).then(|| after(sent, lease)).flatten();
             }
             self.expiry.moved.notify_waiters();
         }
@@ -247,7 +249,7 @@ impl PermitGuard {
         let sem = self.sem.clone();
         let ids = std::mem::take(&mut self.ids);
         let core = sem.core().clone();
-        core.spawn(async move {
+        run_to_end(&core, async move {
             if sem.try_release(&ids).await? {
                 Ok(())
             } else {
@@ -255,7 +257,21 @@ impl PermitGuard {
             }
         })
         .await
-        .map_err(|_| Error::Closed)?
+    }
+}
+
+/// Permits granted to a cancelled acquire: given back, as a settle.
+impl GiveBack for PermitGuard {
+    async fn give_back(mut self) {
+        self.done = true;
+        let ids = std::mem::take(&mut self.ids);
+        tracing::info!(
+            "redis-lockmod: permit(s) of {} granted to a cancelled acquire: giving them back",
+            self.sem.name
+        );
+        if let Err(e) = self.sem.try_release(&ids).await {
+            tracing::warn!("redis-lockmod: giving back permit(s) of {}: {e}", self.sem.name);
+        }
     }
 }
 
@@ -266,7 +282,8 @@ impl Drop for PermitGuard {
         }
         let sem = self.sem.clone();
         let ids = std::mem::take(&mut self.ids);
-        sem.core().clone().spawn(async move {
+        let core = sem.core().clone();
+        release_in_background(&core, &sem.name.clone(), async move {
             if let Err(e) = sem.try_release(&ids).await {
                 tracing::warn!("redis-lockmod: giving back permit(s) of {}: {e}", sem.name);
             }

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use super::{check_name, check_open, positive, unanswered, wait_args, with_block};
 use crate::client::{Core, LockClient};
-use crate::detach::detached;
+use crate::detach::{detached, GiveBack};
+use crate::durations::ms;
 use crate::error::{Error, Result};
-use crate::lockref::ms;
 use crate::reply;
 use crate::transport::{CallError, Request};
 
@@ -179,8 +179,10 @@ impl RateLimiter {
     }
 
     /// Takes `permits`, waiting in the server at most `timeout` (zero: tries once, Redisson's
-    /// `tryAcquire(permits)`); false if they did not fit by then. Dropping this future ends the
-    /// wait in the server (`CLIENT UNBLOCK`); permits granted in that instant are given back.
+    /// `tryAcquire(permits)`; longer than the server can express, `Duration::MAX`: no limit);
+    /// false if they did not fit by then. Dropping this future ends the wait in the server
+    /// (`CLIENT UNBLOCK`); permits granted in that instant are given back before the client's
+    /// next request on the limiter.
     pub async fn try_acquire(&self, permits: u64, timeout: Duration) -> Result<bool> {
         self.take(permits, Some(timeout)).await
     }
@@ -190,7 +192,7 @@ impl RateLimiter {
         self.check()?;
         positive(permits, "permits")?;
         let limiter = self.clone();
-        let grant = detached(self.core(), move |cancel| async move {
+        let grant = detached(self.core(), &self.name, move |cancel| async move {
             let core = limiter.core().clone();
             let (block, t) = wait_args(&core, timeout);
             let cmds = [with_block(limiter.cmd("RATELIMITER.ACQUIRE", permits), block)];
@@ -198,7 +200,7 @@ impl RateLimiter {
             match core.transport.call(req).await {
                 // Nil: granted. An integer: the wait the window asks for (not granted).
                 Ok(r) => match r.values.first() {
-                    Some(redis::Value::Nil) => Ok(Some(Grant { limiter, permits, kept: false })),
+                    Some(redis::Value::Nil) => Ok(Some(Grant { limiter, permits })),
                     Some(v) => reply::int(v).map(|_| None),
                     None => Ok(None),
                 },
@@ -207,7 +209,7 @@ impl RateLimiter {
             }
         })
         .await?;
-        Ok(grant.map(Grant::keep).is_some())
+        Ok(grant.is_some())
     }
 
     /// Redisson's `release`: gives `permits` back to the window (taken off its newest grants;
@@ -279,36 +281,22 @@ fn parse_config(name: &str, fields: &[(String, String)]) -> Result<Option<RateLi
 }
 
 /// Permits an acquire was granted. The caller keeps them; one it never received (its future
-/// was dropped: the grant raced the cancellation) gives them back when dropped, in the
-/// background, as a guard nobody holds.
+/// was dropped: the grant raced the cancellation) gives them back, as a settle of the limiter.
 struct Grant {
     limiter: RateLimiter,
     permits: u64,
-    kept: bool,
 }
 
-impl Grant {
-    fn keep(mut self) {
-        self.kept = true;
-    }
-}
-
-impl Drop for Grant {
-    fn drop(&mut self) {
-        if self.kept {
-            return;
-        }
-        let limiter = self.limiter.clone();
-        let n = self.permits;
+impl GiveBack for Grant {
+    async fn give_back(self) {
+        let Grant { limiter, permits: n } = self;
         tracing::info!(
             "redis-lockmod: {n} permit(s) of {} granted to a cancelled acquire: giving them back",
             limiter.name
         );
-        limiter.core().clone().spawn(async move {
-            if let Err(e) = limiter.release(n).await {
-                tracing::warn!("redis-lockmod: giving back {n} permit(s) of {}: {e}", limiter.name);
-            }
-        });
+        if let Err(e) = limiter.release(n).await {
+            tracing::warn!("redis-lockmod: giving back {n} permit(s) of {}: {e}", limiter.name);
+        }
     }
 }
 

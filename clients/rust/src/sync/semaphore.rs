@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{change, check_open, positive, unanswered, wait_args, with_block};
+use super::{change, check_open, positive, release_in_background, run_to_end, unanswered, wait_args, with_block};
 use crate::client::{Core, LockClient};
-use crate::detach::detached;
-use crate::error::{Error, Result};
-use crate::lockref::ms;
+use crate::detach::{detached, GiveBack};
+use crate::durations::ms;
+use crate::error::Result;
 use crate::reply;
 use crate::transport::{CallError, Request};
 
@@ -73,9 +73,10 @@ impl Semaphore {
         }
     }
 
-    /// Takes `permits`, waiting in the server at most `timeout` (zero: tries once); `Ok(None)`
-    /// if they did not come. Dropping this future ends the wait in the server; permits granted
-    /// in that instant are given back.
+    /// Takes `permits`, waiting in the server at most `timeout` (zero: tries once; longer than
+    /// the server can express, `Duration::MAX`: no limit); `Ok(None)` if they did not come.
+    /// Dropping this future ends the wait in the server; permits granted in that instant are
+    /// given back before the client's next request on the semaphore.
     pub async fn try_acquire(&self, permits: u64, timeout: Duration) -> Result<Option<SemaphoreGuard>> {
         self.take(permits, Some(timeout)).await
     }
@@ -84,7 +85,7 @@ impl Semaphore {
         check_open(&self.name, self.core())?;
         positive(permits, "permits")?;
         let sem = self.clone();
-        detached(self.core(), move |cancel| async move {
+        detached(self.core(), &self.name, move |cancel| async move {
             let core = sem.core().clone();
             let (block, t) = wait_args(&core, timeout);
             let cmds = [with_block(redis::cmd("SEMAPHORE.ACQUIRE").arg(&*sem.name).arg(permits).clone(), block)];
@@ -151,7 +152,8 @@ impl SemaphoreGuard {
         self.done = true;
         let sem = self.sem.clone();
         let n = self.permits;
-        sem.core().clone().spawn(async move { sem.release(n).await }).await.map_err(|_| Error::Closed)?
+        let core = sem.core().clone();
+        run_to_end(&core, async move { sem.release(n).await }).await
     }
 
     /// Keeps the permits taken (nothing is given back), as tokio's `SemaphorePermit::forget`.
@@ -167,10 +169,26 @@ impl Drop for SemaphoreGuard {
         }
         let sem = self.sem.clone();
         let n = self.permits;
-        sem.core().clone().spawn(async move {
+        let core = sem.core().clone();
+        release_in_background(&core, &sem.name.clone(), async move {
             if let Err(e) = sem.release(n).await {
                 tracing::warn!("redis-lockmod: giving back {n} permit(s) of {}: {e}", sem.name);
             }
         });
+    }
+}
+
+/// Permits granted to a cancelled acquire: given back, as a settle.
+impl GiveBack for SemaphoreGuard {
+    async fn give_back(mut self) {
+        self.done = true;
+        let n = self.permits;
+        tracing::info!(
+            "redis-lockmod: {n} permit(s) of {} granted to a cancelled acquire: giving them back",
+            self.sem.name
+        );
+        if let Err(e) = self.sem.release(n).await {
+            tracing::warn!("redis-lockmod: giving back {n} permit(s) of {}: {e}", self.sem.name);
+        }
     }
 }

@@ -1,11 +1,12 @@
 //! The library's own connections, never the application's: one per request in flight (a
 //! parked `BLOCK` must not hold up anything queued behind it), each with the server's id for
-//! it (`CLIENT ID`), kept idle per node for reuse.
+//! it (`CLIENT ID`), kept idle per node for reuse (at most [`IDLE_PER_NODE`]).
 //!
 //! Connections are redis-rs `MultiplexedConnection`s used one request at a time, with no
 //! response timeout of their own: the transport bounds every request itself and closes a
 //! connection whose reply did not come, so that a late reply never reaches another request.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +17,10 @@ use super::replicas::ReplicaState;
 
 /// Idle connections kept per node: enough for every task of a busy process to find one (each
 /// parked wait holds one, and a new connection costs a handshake and `CLIENT ID`).
-const IDLE_PER_NODE: usize = 256;
+pub(crate) const IDLE_PER_NODE: usize = 256;
+/// Latch deletions kept for the next request (every unlock is one, so a handful in practice);
+/// past this a latch is left to expire.
+const MAX_LATCH_DELS: usize = 4096;
 
 /// One server (a standalone server, a cluster primary, the sentinel-resolved primary) and
 /// the idle connections to it.
@@ -30,6 +34,9 @@ pub(crate) struct NodePool {
     idle: Mutex<Vec<Link>>,
     /// The replica count and AOF setting, for replica sync.
     pub durability: ReplicaState,
+    /// Unlock latches to delete in front of the next request (transport/front.rs).
+    latch_dels: Mutex<Vec<String>>,
+    has_latch_dels: AtomicBool,
 }
 
 /// One of our connections.
@@ -52,7 +59,33 @@ impl NodePool {
             connect_timeout,
             idle: Mutex::new(Vec::new()),
             durability: ReplicaState::default(),
+            latch_dels: Mutex::new(Vec::new()),
+            has_latch_dels: AtomicBool::new(false),
         })
+    }
+
+    /// Deletes the unlock latch `key` with the node's next request.
+    pub fn defer_latch_del(&self, key: String) {
+        if let Ok(mut dels) = self.latch_dels.lock() {
+            if dels.len() < MAX_LATCH_DELS {
+                dels.push(key);
+                self.has_latch_dels.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// The latch deletions to send with a request now.
+    pub fn take_latch_dels(&self) -> Vec<String> {
+        if !self.has_latch_dels.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        match self.latch_dels.lock() {
+            Ok(mut dels) => {
+                self.has_latch_dels.store(false, Ordering::Release);
+                std::mem::take(&mut *dels)
+            }
+            Err(_) => Vec::new(),
+        }
     }
 
     /// An idle connection, or a new one. Fails only before anything is sent.

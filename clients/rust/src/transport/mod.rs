@@ -14,6 +14,7 @@
 //!   reply (a timeout, or a grant that came first: the module answers an unblock racing a grant
 //!   with the grant, on every server version) for the caller to give back.
 
+mod front;
 mod kill;
 mod link;
 mod replicas;
@@ -28,6 +29,7 @@ use std::time::Duration;
 use redis::{Cmd, ConnectionInfo, Value};
 use tokio_util::sync::CancellationToken;
 
+use front::Front;
 pub(crate) use link::Node;
 use link::{Link, NodePool};
 use replicas::Durability;
@@ -35,6 +37,7 @@ pub(crate) use replicas::Synced;
 use topology::{io_error, Topology};
 
 use crate::error::Error;
+use crate::settle::Settles;
 
 /// Sends of one request that the server refused without running it.
 const MAX_REDIRECTS: usize = 6;
@@ -70,6 +73,8 @@ pub(crate) struct Replies {
     pub values: Vec<Value>,
     /// What the replica sync pipelined after the request replied (None: nothing to wait for).
     pub synced: Option<Synced>,
+    /// The node that answered.
+    pub node: Node,
 }
 
 /// One request: commands pipelined on one connection to the node of `key`.
@@ -85,6 +90,8 @@ pub(crate) struct Request<'a> {
 }
 
 pub(crate) struct Transport {
+    /// What drops started, that later requests on a name wait for (crate::settle).
+    pub settles: Settles,
     topology: Topology,
     /// The one node of a standalone server, found without a lookup.
     standalone: std::sync::OnceLock<Node>,
@@ -97,6 +104,7 @@ pub(crate) struct Transport {
 impl Transport {
     pub fn new(topology: Topology, connect_timeout: Duration, grace: Duration) -> Transport {
         Transport {
+            settles: Settles::default(),
             topology,
             standalone: std::sync::OnceLock::new(),
             nodes: Mutex::new(HashMap::new()),
@@ -142,6 +150,27 @@ impl Transport {
         }
     }
 
+    /// Sends the latch deletions still waiting for a request to ride on (at `close`).
+    pub async fn flush_latch_dels(&self, timeout: Duration) {
+        let nodes: Vec<_> = match self.nodes.lock() {
+            Ok(n) => n.values().cloned().collect(),
+            Err(_) => return,
+        };
+        for node in nodes {
+            let dels = node.take_latch_dels();
+            if dels.is_empty() {
+                continue;
+            }
+            let Ok(mut link) = node.take().await else { continue };
+            let front = Front { dels: dels.len(), info: false, asking: false };
+            let pipe = front.pipeline(&dels, &[], None);
+            if let Ok(Ok(_)) = tokio::time::timeout(timeout, link.conn.send_packed_commands(&pipe, 0, dels.len())).await
+            {
+                node.put(link);
+            }
+        }
+    }
+
     async fn refresh(&self, attempt: usize) {
         tokio::time::sleep(Duration::from_millis((50u64 << attempt.min(4)).min(1000))).await;
         if let Err(e) = self.topology.refresh(self.connect_timeout).await {
@@ -149,8 +178,14 @@ impl Transport {
         }
     }
 
-    /// Sends `req` and returns its replies (see the module docs for what is sent again).
+    /// Sends `req` and returns its replies (see the module docs for what is sent again). It
+    /// first waits for the settles of its key (crate::settle) begun before it.
     pub async fn call(&self, req: Request<'_>) -> Result<Replies, CallError> {
+        self.settles.wait(req.key).await;
+        if req.cancel.is_some_and(CancellationToken::is_cancelled) {
+            // Cancelled while it waited: nothing was sent, and nobody reads this.
+            return Err(CallError::Failed(Error::Closed));
+        }
         let mut ask: Option<ConnectionInfo> = None;
         let mut failure = Error::Redis(io_error("request refused too many times"));
         for attempt in 0..MAX_REDIRECTS {
@@ -187,20 +222,14 @@ impl Transport {
                 (Some(Some(d)), Some(t)) => replicas::wait_cmd(d, t),
                 _ => None,
             };
-            let mut pipe = redis::pipe();
-            if asking {
-                pipe.cmd("ASKING");
-            }
-            if ask_info {
-                pipe.add_command(replicas::info_cmd());
-            }
-            for c in req.cmds.iter().chain(wait.iter()) {
-                pipe.add_command(c.clone());
-            }
+            let dels = node.take_latch_dels();
+            let front = Front { dels: dels.len(), info: ask_info, asking };
+            let pipe = front.pipeline(&dels, req.cmds, wait.as_ref());
             let client_id = link.client_id;
-            let n = req.cmds.len() + usize::from(wait.is_some()) + usize::from(asking) + usize::from(ask_info);
+            let n = front.len() + req.cmds.len() + usize::from(wait.is_some());
             // The wait may take its own timeout after the request.
-            let timeout = req.timeout.map(|t| t + req.sync.filter(|_| wait.is_some()).unwrap_or_default());
+            let timeout =
+                req.timeout.map(|t| t.saturating_add(req.sync.filter(|_| wait.is_some()).unwrap_or_default()));
             let sent = self.send(&mut link, &pipe, n, timeout, req.cancel, &node).await;
             let (mut values, unblocked) = match sent {
                 Ok(v) => v,
@@ -212,12 +241,9 @@ impl Transport {
                     return Err(CallError::Lost(Lost { node, client_id, cause: cause.what }));
                 }
             };
-            if asking && !values.is_empty() {
-                values.remove(0);
-            }
+            let info = front.strip(&mut values);
             let mut durability = known.flatten();
-            if ask_info && !values.is_empty() {
-                let info = values.remove(0);
+            if let Some(info) = info {
                 durability = Some(self.learned(&node, &info));
             }
             let wait_reply = if wait.is_some() && values.len() > req.cmds.len() { values.pop() } else { None };
@@ -250,7 +276,7 @@ impl Transport {
             } else {
                 node.put(link);
             }
-            return Ok(Replies { values, synced });
+            return Ok(Replies { values, synced, node });
         }
         Err(CallError::Failed(failure))
     }
@@ -287,7 +313,8 @@ impl Transport {
             Some(r) => r,
             None => {
                 let wait = replicas::wait_cmd(d, t)?;
-                let late = tokio::time::timeout(t + self.grace, link.conn.send_packed_command(&wait)).await;
+                let late =
+                    tokio::time::timeout(t.saturating_add(self.grace), link.conn.send_packed_command(&wait)).await;
                 match late {
                     Ok(Ok(v)) => v,
                     Ok(Err(e)) if e.code().is_some() => Value::Int(0),

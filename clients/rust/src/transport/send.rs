@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::link::Link;
 use super::{Node, Transport};
+use crate::durations::{from_now, sleep_until};
 
 /// The first pause before a cancelled request's unblock is sent again (it found nothing
 /// parked), doubled each time up to [`UNBLOCK_RETRY_MAX`].
@@ -43,7 +44,8 @@ impl Transport {
         let mut conn = link.conn.clone();
         let fut = conn.send_packed_commands(pipe, 0, n);
         tokio::pin!(fut);
-        let mut deadline = timeout.map(|t| Instant::now() + t);
+        // No deadline: no limit (`BLOCK 0`), or one too far for an `Instant`.
+        let mut deadline = timeout.and_then(from_now);
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
         let mut unblocked = false;
@@ -51,18 +53,8 @@ impl Transport {
         let mut unblock_at: Option<Instant> = None;
         let mut backoff = UNBLOCK_RETRY;
         loop {
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let retry = async {
-                match unblock_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = sleep_until(deadline);
+            let retry = sleep_until(unblock_at);
             tokio::select! {
                 // The request is written before an unblock can name its connection.
                 biased;
@@ -71,8 +63,10 @@ impl Transport {
                 _ = cancel.cancelled(), if !unblocked => {
                     unblocked = true;
                     // The reply follows at once: the grace period bounds it from here.
-                    let by = Instant::now() + self.grace;
-                    deadline = Some(deadline.map_or(by, |d| d.min(by)));
+                    deadline = match (deadline, from_now(self.grace)) {
+                        (Some(d), Some(by)) => Some(d.min(by)),
+                        (d, by) => d.or(by),
+                    };
                     unblock_at = Some(Instant::now());
                 }
                 _ = retry => {
