@@ -87,6 +87,15 @@ class _SyncLock(LockBase):
             # Applied on the primary, not confirmed by a replica: recorded, then raised.
             self._record_release(hold, key, unsynced.reply)
             raise
+        except BaseException as e:
+            pending = hold.pending_unlock
+            if pending is not None and not isinstance(e, Exception):
+                # Interrupted (Ctrl-C): the reply may have been read, its latch deleted.
+                pending.interrupted = True
+                lost = getattr(e, "lockmod_lost", None)
+                if lost is not None:
+                    pending.lost.append(lost)
+            raise
         self._record_release(hold, key, reply)
 
     def _record_release(self, hold: Any, key: Any, reply: Any) -> None:
