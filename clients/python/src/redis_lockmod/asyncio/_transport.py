@@ -30,7 +30,7 @@ from .._kinds import Args
 from .._protocol import Barrier, Call, ReplyLost, TooLate
 from .._replicas import ReplicaCache, SyncPlan
 from ._cancel import Parked
-from .._transport import (
+from .._connections import (
     FAILOVER_WAIT,
     IDLE_KEYS,
     IDLE_PER_KEY,
