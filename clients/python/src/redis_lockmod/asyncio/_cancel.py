@@ -32,22 +32,32 @@ class Parked:
     connection once the command is sent and forgets it once its reply is read. Once `ended`,
     the transport sends no new wait for the request (it raises ``TooLate``: nothing sent)."""
 
+    __slots__ = ("link", "address", "ended", "_changed")
+
     def __init__(self) -> None:
         self.link: Any = None
         self.address: Any = None
         self.ended = False
-        self.changed = asyncio.Event()
+        self._changed: Optional[asyncio.Event] = None  # made on cancellation only: most never are
+
+    @property
+    def changed(self) -> asyncio.Event:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
 
     def sent(self, link: Any, address: Any) -> None:
         self.link, self.address = link, address
         if self.ended:
             link.discard = True
-        self.changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     def answered(self, link: Any) -> None:
         if self.link is link:
             self.link = None
-            self.changed.set()
+            if self._changed is not None:
+                self._changed.set()
 
 
 def start(coro: Awaitable[T]) -> "asyncio.Future[T]":
@@ -75,17 +85,13 @@ async def uninterrupted(aw: Awaitable[T]) -> T:
     meanwhile; then returns its result, or raises ``CancelledError`` if the caller was
     cancelled (an unlock whose reply was read is recorded before the cancellation goes on)."""
     fut = asyncio.ensure_future(aw)
-    cancelled = False
-    while not fut.done():
-        try:
-            await asyncio.wait({fut})
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        await finish(fut)
         if not fut.cancelled():
             fut.exception()  # retrieved: the cancellation is what the caller reports
-        raise asyncio.CancelledError()
-    return fut.result()
+        raise
 
 
 async def end_wait(transport: Any, parked: Parked, request: "asyncio.Future[Any]", timeout: float) -> None:

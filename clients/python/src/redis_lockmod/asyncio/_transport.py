@@ -151,12 +151,19 @@ class Transport:
         return True
 
     async def _send_after(self, link: Link, after: Sequence[Args]) -> None:
-        """Sends a call's ``after`` commands without waiting for their replies."""
+        """Sends a call's ``after`` commands without waiting for their replies. Written to the
+        connection's stream at once: redis-py's own send wraps each write of a connection with
+        a socket timeout in ``asyncio.wait_for`` (a task per command before Python 3.12), which
+        would cost a cleanup more than the unlock it follows."""
         if not after or not self.cleanup or link.broken or link.discard:
             return
+        packed = link.conn.pack_commands(after)
+        writer = getattr(link.conn, "_writer", None)
         try:
-            for c in after:
-                await link.conn.send_command(*c, check_health=False)
+            if writer is not None and not writer.is_closing():
+                writer.writelines(packed)
+            else:
+                await link.conn.send_packed_command(packed, check_health=False)
         except (ConnectionError, TimeoutError, OSError):
             await link.conn.disconnect(nowait=True)
             link.broken = True
