@@ -3,12 +3,16 @@
 
 import type { Cluster, Redis } from 'ioredis';
 
+/**
+ * Times are integers of ms up to Number.MAX_SAFE_INTEGER (else a RangeError, before anything
+ * is sent); timers of any length work (Node's setTimeout alone stops at 24.8 days).
+ */
 export interface LockClientOptions {
   /** The uuid every owner id starts with (default: a random one, as Redisson's client id). */
   id?: string;
   /** Lease of a hold acquired without `lease`, kept alive by the watchdog (default 30000 ms). */
   watchdogTimeout?: number;
-  /** How often the watchdog renews (default watchdogTimeout / 3). */
+  /** How often the watchdog renews, below watchdogTimeout (default watchdogTimeout / 3). */
   renewInterval?: number;
   /** Lifetime of each unlock's LATCH; must exceed resolveTimeout (default 60000 ms). */
   latchMs?: number;
@@ -16,7 +20,7 @@ export interface LockClientOptions {
   resolveTimeout?: number;
   /** Extra time the library waits past a BLOCK wait for the server's reply (default 5000 ms). */
   blockGrace?: number;
-  /** commandTimeout of the library's shared connection (default: the caller client's). */
+  /** commandTimeout of the library's shared connection, at most 2^31 - 1 ms (default: the caller client's). */
   commandTimeout?: number;
   /** Idle connections kept for BLOCK waits and synced writes (default 8). */
   maxIdleWaitConnections?: number;
@@ -36,7 +40,14 @@ export interface CloseOptions {
 }
 
 export interface LockOptions {
-  /** The owner id (default `<client uuid>:<n>`, a new n per lock object). */
+  /**
+   * Redisson's reentrance (default false): the lock object is one holder, one owner id, and
+   * every acquire through it re-enters, whoever calls it; the read and write locks of a
+   * ReadWriteLock share it (a writer may also read, and downgrade). Without it each acquire is
+   * a holder of its own, so callers sharing the object exclude each other.
+   */
+  reentrant?: boolean;
+  /** An explicit owner id: the object is then one holder (reentrant). Default `<client uuid>:<n>`, a new n per hold. */
   owner?: string;
   /** Default lease in ms of every acquire; without one, the watchdog keeps the lock. */
   lease?: number;
@@ -52,27 +63,41 @@ export interface FairLockOptions extends LockOptions {
 }
 
 export interface AcquireOptions {
-  /** Ms to wait for the lock: undefined or Infinity waits without limit, 0 tries once. */
+  /**
+   * Ms to wait for the lock (an integer): undefined, Infinity or past Number.MAX_SAFE_INTEGER
+   * waits without limit, 0 tries once; NaN, a fraction or a negative number is a RangeError.
+   */
   timeout?: number;
   /** Lease in ms of this hold; without one (here or on the lock), the watchdog keeps it. */
   lease?: number;
+  /**
+   * Stops the wait when aborted: the call rejects with `signal.reason`, after the parked
+   * request was ended (CLIENT UNBLOCK ... TIMEOUT) and a grant that raced the abort given back.
+   */
+  signal?: AbortSignal;
 }
 
-/** What every lock object offers. One object is one holder (one owner id). */
+/**
+ * What every lock object offers. An object may be shared by concurrent callers: each acquire
+ * is a holder of its own (they exclude each other), unless the lock is `reentrant`.
+ */
 export interface LockLike {
   readonly name: string;
+  /** The owner id of the current hold (else of the next acquire); reentrant: its one owner id. */
   readonly owner: string;
-  /** Aborts with a LockLostError when the lock is lost while held; null before the first grant. */
+  /** Whether every acquire through this object re-enters one holder (`reentrant: true` or `owner`). */
+  readonly reentrant: boolean;
+  /** Aborts with a LockLostError when the current hold is lost; null before the first grant. */
   readonly signal: AbortSignal | null;
   /** The fencing token of the latest grant (locks created with `fenced: true`), else null. */
   readonly token: number | null;
   /** Resolves true when granted, false when `timeout` ran out. */
   acquire(options?: AcquireOptions): Promise<boolean>;
-  /** Releases one hold. Rejects with LockNotHeldError or LockLostError. */
+  /** Releases one hold (the oldest this object has; reentrant: of its holder). Rejects with LockNotHeldError or LockLostError. */
   release(): Promise<void>;
-  /** This owner's hold count (Redisson's getHoldCount). */
+  /** The current hold's count on the server (Redisson's getHoldCount); 0 when this object holds nothing. */
   holdCount(): Promise<number>;
-  /** Whether this owner holds it (Redisson's isHeldByCurrentThread). */
+  /** Whether this object holds it (Redisson's isHeldByCurrentThread). */
   isHeld(): Promise<boolean>;
   /** Whether anyone holds it (in this mode, for the read and write locks). */
   isLocked(): Promise<boolean>;
@@ -86,6 +111,7 @@ export class Lock implements LockLike {
   constructor(client: LockClient, name: string, options?: LockOptions);
   readonly name: string;
   readonly owner: string;
+  readonly reentrant: boolean;
   readonly signal: AbortSignal | null;
   readonly token: number | null;
   acquire(options?: AcquireOptions): Promise<boolean>;
@@ -113,10 +139,11 @@ export class WriteLock extends Lock {
 }
 
 export class ReadWriteLock {
-  /** `fenced` applies to the write lock. */
+  /** `fenced` applies to the write lock; `reentrant` (or `owner`) makes both sides one holder. */
   constructor(client: LockClient, name: string, options?: LockOptions);
   readonly name: string;
-  readonly owner: string;
+  /** The one owner id of both sides when reentrant, else null (each acquire takes its own). */
+  readonly owner: string | null;
   readLock(): ReadLock;
   writeLock(): WriteLock;
 }
@@ -124,7 +151,7 @@ export class ReadWriteLock {
 export interface SemaphoreAcquireOptions {
   /** Permits to take (default 1). */
   permits?: number;
-  /** Ms to wait in the server: undefined or Infinity waits without limit, 0 tries once. */
+  /** Ms to wait in the server (an integer): undefined, Infinity or past Number.MAX_SAFE_INTEGER waits without limit, 0 tries once. */
   timeout?: number;
   /**
    * Stops the wait when aborted: the call rejects with `signal.reason`, and permits granted
@@ -139,7 +166,7 @@ export interface PermitAcquireOptions extends SemaphoreAcquireOptions {
 }
 
 export interface AwaitOptions {
-  /** Ms to wait in the server: undefined or Infinity waits without limit, 0 checks once. */
+  /** Ms to wait in the server (an integer): undefined, Infinity or past Number.MAX_SAFE_INTEGER waits without limit, 0 checks once. */
   timeout?: number;
   /** Stops the wait when aborted: the call rejects with `signal.reason`. */
   signal?: AbortSignal;

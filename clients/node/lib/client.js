@@ -8,6 +8,8 @@ const { setTimeout: sleep } = require('node:timers/promises');
 const { duplicate, keyPrefixOf, send, sendKeyed, nodeOf, sameServer, WaitPool, isCluster } = require('./connections');
 const { isReplyError, notRun, LockError, LockStateUnknownError } = require('./errors');
 const { ReplicaCache, waitCommand, INFO_SECTIONS, DEFAULT_SYNC_TIMEOUT } = require('./replicas');
+const { latchKey } = require('./names');
+const { MAX_TIMER_MS, checkMs, longTimeout, clearLong } = require('./timers');
 const { Lock, FairLock, ReadWriteLock } = require('./locks');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch } = require('./synchronizers');
 const { RateLimiter } = require('./ratelimiter');
@@ -24,18 +26,22 @@ class LockClient {
     /** The caller's client: duplicated, never used; `quit({ client: true })` closes it too. */
     this.redis = redis;
     this.id = options.id ?? randomUUID();
-    this.watchdogTimeout = positive(options.watchdogTimeout ?? 30000, 'watchdogTimeout');
-    this.renewInterval = positive(options.renewInterval ?? Math.floor(this.watchdogTimeout / 3), 'renewInterval');
-    this.latchMs = positive(options.latchMs ?? 60000, 'latchMs');
-    this.resolveTimeout = positive(options.resolveTimeout ?? 10000, 'resolveTimeout');
-    this.blockGrace = positive(options.blockGrace ?? 5000, 'blockGrace');
+    this.watchdogTimeout = checkMs(options.watchdogTimeout ?? 30000, 'watchdogTimeout');
+    this.renewInterval = checkMs(options.renewInterval ?? Math.max(1, Math.floor(this.watchdogTimeout / 3)), 'renewInterval');
+    if (this.renewInterval >= this.watchdogTimeout) {
+      // The lease would run out before its renewal.
+      throw new RangeError('renewInterval must be shorter than watchdogTimeout');
+    }
+    this.latchMs = checkMs(options.latchMs ?? 60000, 'latchMs');
+    this.resolveTimeout = checkMs(options.resolveTimeout ?? 10000, 'resolveTimeout');
+    this.blockGrace = checkMs(options.blockGrace ?? 5000, 'blockGrace');
     if (this.latchMs <= this.resolveTimeout) {
       // A retried unlock must still find its latch: otherwise it would release a second hold.
       throw new RangeError('latchMs must be longer than resolveTimeout');
     }
     // Redisson's checkLockSyncedSlaves and slavesSyncTimeout: the ms each write of a lock or a
     // semaphore waits for the primary's replicas, or null (syncReplicas: false).
-    const syncTimeout = positive(options.syncTimeout ?? DEFAULT_SYNC_TIMEOUT, 'syncTimeout');
+    const syncTimeout = checkMs(options.syncTimeout ?? DEFAULT_SYNC_TIMEOUT, 'syncTimeout');
     this.syncTimeout = options.syncReplicas === false ? null : syncTimeout;
     this.replicas = new ReplicaCache();
     this.prefix = keyPrefixOf(redis);
@@ -43,6 +49,9 @@ class LockClient {
     /** A Sentinel-managed client: its connections follow the primary the sentinels name. */
     this.sentinel = !this.cluster && Array.isArray((redis.options || {}).sentinels) && redis.options.sentinels.length > 0;
     /** The socket-level timer of a write on a connection of the pool (the caller's commandTimeout). */
+    if (options.commandTimeout !== undefined && checkMs(options.commandTimeout, 'commandTimeout') > MAX_TIMER_MS) {
+      throw new RangeError(`commandTimeout must be at most ${MAX_TIMER_MS} ms (Node's timers)`);
+    }
     this.commandTimeout = options.commandTimeout ?? (redis.options || {}).commandTimeout;
     const extra = options.commandTimeout === undefined ? {} : { commandTimeout: options.commandTimeout };
     this.conn = duplicate(redis, extra);
@@ -50,6 +59,8 @@ class LockClient {
     this.waits = new WaitPool(redis, options.maxIdleWaitConnections ?? 8);
     this.threads = 0;
     this.closed = false;
+    /** Whether unlock latches are deleted once answered (false once the server refused a DEL). */
+    this.latchCleanup = true;
   }
 
   /** A reentrant lock (Redisson's RLock); `fenced: true` adds fencing tokens. */
@@ -154,6 +165,7 @@ class LockClient {
     }
     const timer = blockMs == null ? this.commandTimeout : blockMs > 0 ? blockMs + this.blockGrace : undefined;
     let aborted = false;
+    let answered = false;
     let unblocking = null;
     let noReply = null;
     const onAbort = () => {
@@ -162,28 +174,29 @@ class LockClient {
         this.waits.drop(conn);
         return;
       }
-      unblocking = this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT').then(
-        (unblocked) => {
-          // Its reply (0, or a grant that came first) follows at once: the module answers a
-          // grant racing the unblock with the grant, even on Redis 7.0 where the server alone
-          // would drop it (issue 29). Bounded by blockGrace, for older modules.
-          if (Number(unblocked) === 1) noReply = setTimeout(() => this.waits.drop(conn), this.blockGrace);
-        },
-        () => this.waits.drop(conn),
-      );
+      unblocking = this.unblock(conn, () => answered).then((unblocked) => {
+        // Its reply (0, or a grant that came first) follows at once: the module answers a
+        // grant racing the unblock with the grant, even on Redis 7.0 where the server alone
+        // would drop it (issue 29). Bounded by blockGrace, for older modules.
+        if (unblocked) noReply = longTimeout(() => this.waits.drop(conn), this.blockGrace);
+      });
     };
     if (signal != null) signal.addEventListener('abort', onAbort, { once: true });
     // The INFO in front (a stale replica count), the command, the wait after it: one pipeline.
     const plan = sync && this.syncTimeout != null ? this.syncPlan(conn, key) : null;
     const server = conn.lockmodServer;
     const pending = send(conn, name, key, args.map(String), timer);
+    const markAnswered = () => {
+      answered = true;
+    };
+    pending.then(markAnswered, markAnswered);
     if (plan) plan.sendWait(false);
     try {
       const reply = await pending;
       if (signal != null) signal.removeEventListener('abort', onAbort);
       // The unblock must have run before the connection serves another wait.
       if (unblocking) await unblocking;
-      clearTimeout(noReply);
+      clearLong(noReply);
       let unsynced = null;
       if (plan) {
         try {
@@ -200,7 +213,7 @@ class LockClient {
     } catch (err) {
       if (signal != null) signal.removeEventListener('abort', onAbort);
       if (unblocking) await unblocking;
-      clearTimeout(noReply);
+      clearLong(noReply);
       if (err instanceof LockError) throw err;
       if (isReplyError(err)) {
         // A node that is no longer the primary: this connection follows the new one no more.
@@ -209,7 +222,7 @@ class LockClient {
         throw err;
       }
       this.waits.drop(conn);
-      if (conn.lockmodId != null && !aborted && sameServer(this.conn, server)) {
+      if (conn.lockmodId != null && sameServer(this.conn, server)) {
         // Needs CLIENT KILL in the caller's ACL; without it the disconnect does the same, a
         // little later (a grant in that gap expires with its lease: nobody renews it). Only on
         // the server the wait went to: after a failover the shared connection is elsewhere.
@@ -217,6 +230,45 @@ class LockClient {
       }
       return aborted ? { lost: err, aborted } : { lost: err };
     }
+  }
+
+  /**
+   * `CLIENT UNBLOCK <id> TIMEOUT` of the wait on `conn`, from the shared connection, until the
+   * server says it unblocked it (true) or `answered()` (its reply came first). A wait the
+   * server has not parked yet (its command still unread: two connections are read in no fixed
+   * order) is unblocked again a moment later, or the abort would be lost and the wait stay
+   * parked for its whole time. Without the permission (or the shared connection), the
+   * connection is closed instead, which takes the waiter out of the queue (false).
+   */
+  async unblock(conn, answered) {
+    let pause = 1;
+    while (!answered()) {
+      let unblocked;
+      try {
+        unblocked = Number(await this.conn.client('UNBLOCK', String(conn.lockmodId), 'TIMEOUT'));
+      } catch {
+        this.waits.drop(conn);
+        return false;
+      }
+      if (unblocked === 1) return true;
+      if (answered()) return false;
+      await sleep(pause);
+      pause = Math.min(pause * 2, 50);
+    }
+    return false;
+  }
+
+  /**
+   * Deletes an unlock's latch once the unlock's reply arrived and no other copy of it can run
+   * (Redisson does the same): not waited for, its reply ignored. A server that refuses the DEL
+   * (NOPERM) is not asked again: the latches then expire by themselves.
+   */
+  dropLatch(key, requestId) {
+    if (!this.latchCleanup || this.closed) return;
+    const latch = latchKey(key, requestId);
+    send(this.conn, 'DEL', latch, []).catch((err) => {
+      if (isReplyError(err) && String(err.message).startsWith('NOPERM')) this.latchCleanup = false;
+    });
   }
 
   /**
@@ -331,11 +383,6 @@ async function quitOrDisconnect(conn) {
   } catch {
     conn.disconnect();
   }
-}
-
-function positive(v, what) {
-  if (!Number.isInteger(v) || v <= 0) throw new RangeError(`${what} must be a positive integer (ms)`);
-  return v;
 }
 
 module.exports = { LockClient };

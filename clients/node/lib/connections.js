@@ -6,6 +6,8 @@
 // parked request never delays another command and a client-side timeout can drop exactly the
 // connection it concerns.
 
+const { commandTimer } = require('./timers');
+
 // Options of every connection of ours. Whatever the caller's client does, ours: never retries
 // a command after a reconnect (maxRetriesPerRequest 0 rejects it at once, and nothing is
 // resent), applies no key prefix of its own (LockClient applies the caller's prefix to lock
@@ -84,7 +86,8 @@ function sendKeyed(conn, name, key, args, timeoutMs) {
   const Command = commandClass(conn);
   const cmd = new Command(name, args.map(String), { replyEncoding: 'utf8' });
   cmd.keys = [key];
-  if (timeoutMs != null) cmd.setTimeout(timeoutMs);
+  const timer = commandTimer(timeoutMs); // past Node's timer limit: none, as for no limit
+  if (timer != null) cmd.setTimeout(timer);
   return conn.sendCommand(cmd);
 }
 
@@ -118,7 +121,8 @@ function send(conn, name, key, args, timeoutMs) {
   const Command = commandClass(conn);
   const cmd = new Command(name, [key, ...args], { replyEncoding: 'utf8' });
   cmd.keys = [key];
-  if (timeoutMs != null) cmd.setTimeout(timeoutMs);
+  const timer = commandTimer(timeoutMs); // past Node's timer limit: none, as for no limit
+  if (timer != null) cmd.setTimeout(timer);
   return conn.sendCommand(cmd);
 }
 

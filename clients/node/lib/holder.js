@@ -12,6 +12,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { LockLostError, NoSyncedReplicasError } = require('./errors');
+const { longTimeout, clearLong } = require('./timers');
 
 const now = () => performance.now();
 
@@ -97,6 +98,11 @@ class Holder {
     }
   }
 
+  /** Whether a release of `side` is owed the loss error. */
+  lostOn(side) {
+    return (this.lostCounts.get(side) ?? 0) > 0;
+  }
+
   /** Takes one lost hold of `side`: returns the loss error, or null if none is pending. */
   takeLost(side) {
     const n = this.lostCounts.get(side) ?? 0;
@@ -109,8 +115,8 @@ class Holder {
   endPeriod() {
     this.epoch += 1;
     this.watchdog = false;
-    clearTimeout(this.deadlineTimer);
-    clearTimeout(this.renewTimer);
+    clearLong(this.deadlineTimer);
+    clearLong(this.renewTimer);
     this.deadlineTimer = null;
     this.renewTimer = null;
   }
@@ -118,24 +124,20 @@ class Holder {
   /** The lease now runs out at `t` (never later than the server's expiry: `t` counts from the send). */
   setDeadline(t) {
     this.deadline = t;
-    clearTimeout(this.deadlineTimer);
+    clearLong(this.deadlineTimer);
     const epoch = this.epoch;
-    this.deadlineTimer = setTimeout(
-      () => {
-        if (epoch !== this.epoch) return;
-        this.lose(new LockLostError(`the lease of lock ${this.key} ran out before it was renewed or released`));
-      },
-      Math.max(0, t - now()),
-    );
-    this.deadlineTimer.unref();
+    // A long timer: a lease past Node's 24.8-day setTimeout limit must not run out at once.
+    this.deadlineTimer = longTimeout(() => {
+      if (epoch !== this.epoch) return;
+      this.lose(new LockLostError(`the lease of lock ${this.key} ran out before it was renewed or released`));
+    }, t - now());
   }
 
   /** Redisson's watchdog: renew the whole lease every `renewInterval` ms while held. */
   scheduleRenewal(delay) {
-    clearTimeout(this.renewTimer);
+    clearLong(this.renewTimer);
     const epoch = this.epoch;
-    this.renewTimer = setTimeout(() => this.renew(epoch), delay);
-    this.renewTimer.unref();
+    this.renewTimer = longTimeout(() => this.renew(epoch), delay);
   }
 
   async renew(epoch) {

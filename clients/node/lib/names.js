@@ -16,4 +16,9 @@ function tokenKey(name) {
   return prefixName('redisson_lock_token', name);
 }
 
-module.exports = { tokenKey };
+/** The latch an unlock with `LATCH <requestId>` leaves for its re-sends. */
+function latchKey(name, requestId) {
+  return `${prefixName('redisson_unlock_latch', name)}:${requestId}`;
+}
+
+module.exports = { tokenKey, latchKey };

@@ -16,6 +16,7 @@
 const { performance } = require('node:perf_hooks');
 const { checkClient } = require('./locks');
 const { HOLD } = require('./using');
+const { clearLong, longTimeout, waitOf } = require('./timers');
 const {
   isReplyError,
   LockLostError,
@@ -89,11 +90,9 @@ class SyncObject {
     return reply;
   }
 
-  /** (args of BLOCK or none, blockMs): `timeout` undefined or Infinity waits without limit, 0 tries once. */
+  /** (args of BLOCK or none, blockMs): `timeout` undefined or Infinity waits without limit, 0 tries once (lib/timers.js). */
   static block(timeout) {
-    if (timeout === 0) return { waits: false, blockMs: 0 };
-    const blockMs = timeout === undefined || timeout === Infinity ? 0 : nonNegative(timeout, 'timeout');
-    return { waits: true, blockMs };
+    return waitOf(timeout);
   }
 
   async send(command, args, options, giveBack) {
@@ -161,7 +160,7 @@ class Semaphore extends SyncObject {
 
   /** Adds `delta` permits (negative: removes them), as Redisson's addPermits. */
   async addPermits(delta) {
-    if (!Number.isInteger(delta)) throw new RangeError('delta must be an integer');
+    if (!Number.isSafeInteger(delta)) throw new RangeError('delta must be an integer up to Number.MAX_SAFE_INTEGER in size');
     await this.once('SEMAPHORE.ADDPERMITS', [delta]);
   }
 
@@ -318,18 +317,17 @@ class PermitHold {
   }
 
   arm() {
-    clearTimeout(this.timer);
+    clearLong(this.timer);
     const first = Math.min(...this.deadlines.values());
     if (first === Infinity) return;
-    this.timer = setTimeout(() => {
+    this.timer = longTimeout(() => {
       this.lost = new LockLostError(`a permit lease of ${this.sem.key} ran out before release`);
       this.controller.abort(this.lost);
-    }, Math.max(0, first - now()));
-    this.timer.unref();
+    }, first - now());
   }
 
   end() {
-    clearTimeout(this.timer);
+    clearLong(this.timer);
     for (const id of this.ids) if (this.sem.holds.get(id) === this) this.sem.holds.delete(id);
   }
 }
@@ -375,13 +373,15 @@ function idList(ids) {
   return list;
 }
 
+/** A count or a time: an integer in [1, Number.MAX_SAFE_INTEGER]. */
 function positive(v, what) {
-  if (!Number.isInteger(v) || v <= 0) throw new RangeError(`${what} must be a positive integer`);
+  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${what} must be a positive integer up to Number.MAX_SAFE_INTEGER, not ${String(v)}`);
   return v;
 }
 
+/** A count or a time: an integer in [0, Number.MAX_SAFE_INTEGER]. */
 function nonNegative(v, what) {
-  if (!Number.isInteger(v) || v < 0) throw new RangeError(`${what} must be a non-negative integer`);
+  if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${what} must be a non-negative integer up to Number.MAX_SAFE_INTEGER, not ${String(v)}`);
   return v;
 }
 

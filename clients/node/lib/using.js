@@ -12,8 +12,9 @@ const { LockTimeoutError } = require('./errors');
 const HOLD = Symbol('redis-lockmod.hold');
 
 /**
- * Acquires `lock` (options as `lock.acquire`), runs `fn(signal)` and releases the lock, also
- * when `fn` throws. `signal` aborts if the lock is lost while `fn` runs. Rejects with
+ * Acquires `lock` (options as `lock.acquire`), runs `fn(signal)` and releases exactly the hold
+ * it took (a lock object shared by concurrent callers has one per caller), also when `fn`
+ * throws. `signal` aborts if the lock is lost while `fn` runs. Rejects with
  * LockTimeoutError when the lock was not acquired within `timeout`, and with LockLostError
  * when `fn` finished but the lock had been lost meanwhile (its work was not exclusive). When
  * `fn` throws, its error wins over any error of the release.
@@ -22,21 +23,16 @@ const HOLD = Symbol('redis-lockmod.hold');
  * PermitExpirableSemaphore gives `fn(signal, ids)` the permit ids.
  */
 async function using(lock, fn, options = {}) {
-  if (lock != null && typeof lock[HOLD] === 'function') {
-    if (typeof fn !== 'function') throw new TypeError('using(semaphore, fn): fn must be a function');
-    const hold = await lock[HOLD](options);
-    if (hold == null) throw new LockTimeoutError(`${lock.name}: permits not acquired within ${options.timeout} ms`);
-    return run(() => fn(hold.signal, hold.value), () => hold.release());
-  }
-  if (lock == null || typeof lock.acquire !== 'function' || typeof lock.release !== 'function') {
+  if (lock == null || typeof lock[HOLD] !== 'function') {
     throw new TypeError('using takes a lock: using(locks.lock(name), async (signal) => { ... })');
   }
   if (typeof fn !== 'function') throw new TypeError('using(lock, fn): fn must be a function');
-  if (!(await lock.acquire(options))) {
-    throw new LockTimeoutError(`lock ${lock.name} not acquired within ${options.timeout} ms`);
+  const hold = await lock[HOLD](options);
+  if (hold == null) {
+    const what = typeof lock.acquireHold === 'function' ? `lock ${lock.name}` : `${lock.name}: permits`;
+    throw new LockTimeoutError(`${what} not acquired within ${options.timeout} ms`);
   }
-  const signal = lock.signal;
-  return run(() => fn(signal), () => lock.release());
+  return run(() => fn(hold.signal, hold.value), () => hold.release());
 }
 
 async function run(body, release) {

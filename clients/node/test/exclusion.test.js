@@ -7,6 +7,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { withServer } = require('./support/server');
+const { using } = require('..');
 
 const TASKS = 16;
 const ROUNDS = 100;
@@ -78,4 +79,50 @@ test('the write lock excludes 16 tasks from each other, readers are never inside
   assert.ok(maxReaders >= 1);
   assert.equal(await r.get('ex:rw:n'), String(TASKS * ROUNDS));
   assert.equal(await r.exists('ex:rw'), 0);
+});
+
+// Issue 34: one lock object shared by every task, as natural code shares a mutex. Each acquire
+// is a holder of its own, so the tasks exclude each other (before, they all re-entered the
+// object's one owner and were inside at once).
+for (const [kind, make] of [
+  ['reentrant lock', () => client.lock('ex:shared:lock')],
+  ['fair lock', () => client.fairLock('ex:shared:fair')],
+  ['write lock', () => client.readWriteLock('ex:shared:rw').writeLock()],
+]) {
+  test(`16 tasks sharing one ${kind} object exclude each other, with acquire/release and with using()`, async () => {
+    const lock = make();
+    let inside = 0;
+    let maxInside = 0;
+    const body = async () => {
+      inside += 1;
+      maxInside = Math.max(maxInside, inside);
+      await r.incr(`${lock.key}:n`);
+      inside -= 1;
+    };
+    const task = async (_, n) => {
+      for (let i = 0; i < ROUNDS / 4; i++) {
+        if ((n + i) % 2 === 0) {
+          await using(lock, body, { timeout: 60000 });
+        } else {
+          assert.equal(await lock.acquire({ timeout: 60000 }), true);
+          await body();
+          await lock.release();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: TASKS }, task));
+    assert.equal(maxInside, 1);
+    assert.equal(await r.get(`${lock.key}:n`), String((TASKS * ROUNDS) / 4));
+    assert.equal(await r.exists(lock.key), 0);
+    assert.equal(lock.holders.length, 0, 'every hold released');
+  });
+}
+
+test('reentrant: true is Redisson\'s choice: tasks sharing the object re-enter its one holder', async () => {
+  const lock = client.lock('ex:reentrant', { reentrant: true, lease: 30000 });
+  const granted = await Promise.all(Array.from({ length: 4 }, () => lock.acquire({ timeout: 0 })));
+  assert.deepEqual(granted, [true, true, true, true]);
+  assert.deepEqual(await r.hgetall('ex:reentrant'), { [lock.owner]: '4' });
+  for (let i = 0; i < 4; i++) await lock.release();
+  assert.equal(await r.exists('ex:reentrant'), 0);
 });

@@ -62,8 +62,8 @@ test('a waiter whose wait runs out leaves the queue', async () => {
   await holder.release();
 });
 
-test('the fair lock is reentrant and forceUnlock frees it', async () => {
-  const lock = client.fairLock('fair:re', { lease: 10000 });
+test('a reentrant fair lock re-enters and forceUnlock frees it', async () => {
+  const lock = client.fairLock('fair:re', { lease: 10000, reentrant: true });
   await lock.acquire();
   await lock.acquire();
   assert.equal(await lock.holdCount(), 2);

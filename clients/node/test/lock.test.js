@@ -13,17 +13,49 @@ let r;
 let client;
 withServer((env) => ({ server, r, client } = env));
 
-test('owner ids are Redisson style, one per lock object, under the client uuid', () => {
+test('owner ids are Redisson style under the client uuid: a new one per hold, one per object when reentrant', async () => {
   const a = client.lock('ids');
   const b = client.lock('ids');
   assert.match(a.owner, /^[0-9a-f-]{36}:\d+$/);
   assert.equal(a.owner.split(':')[0], client.id);
   assert.notEqual(a.owner, b.owner);
+  const first = a.owner;
+  assert.equal(await a.acquire(), true);
+  assert.equal(a.owner, first, 'the owner read before the acquire is the one it took');
+  await a.release();
+  assert.equal(await a.acquire(), true);
+  assert.notEqual(a.owner, first, 'the next hold is another holder');
+  await a.release();
+  const re = client.lock('ids', { reentrant: true });
+  const fixed = re.owner;
+  await re.acquire();
+  await re.release();
+  assert.equal(re.owner, fixed);
   assert.equal(client.lock('ids', { owner: 'app:7' }).owner, 'app:7');
+  assert.throws(() => client.lock('ids', { owner: 'app:7', reentrant: false }), TypeError);
 });
 
-test('the same lock object re-enters; the hash counts its holds and the last release deletes it', async () => {
-  const lock = client.lock('re');
+test('one lock object shared by concurrent callers excludes them: nothing is reentrant by default', async () => {
+  const lock = client.lock('shared', { lease: 30000 });
+  assert.equal(await lock.acquire(), true);
+  const first = lock.owner;
+  assert.equal(await lock.acquire({ timeout: 0 }), false, 'a second acquire through the same object is another holder');
+  const waiting = lock.acquire({ timeout: 30000 });
+  await until(async () => (await parked(r)) === 1, 'the second caller parked');
+  assert.deepEqual(await r.hgetall('shared'), { [first]: '1' });
+  assert.equal(await lock.holdCount(), 1);
+  await lock.release(); // the first caller's hold
+  assert.equal(await waiting, true);
+  assert.notEqual(lock.owner, first);
+  assert.deepEqual(await r.hgetall('shared'), { [lock.owner]: '1' });
+  await lock.release();
+  assert.equal(await r.exists('shared'), 0);
+  await assert.rejects(lock.release(), LockNotHeldError);
+  assert.equal(await lock.holdCount(), 0);
+});
+
+test('a reentrant lock object re-enters; the hash counts its holds and the last release deletes it', async () => {
+  const lock = client.lock('re', { reentrant: true });
   assert.equal(await lock.acquire(), true);
   assert.equal(await lock.acquire({ timeout: 0 }), true);
   assert.deepEqual(await r.hgetall('re'), { [lock.owner]: '2' });
@@ -189,7 +221,7 @@ test('an ACL user without CLIENT ID and CLIENT KILL can still wait for a lock', 
 test('fencing tokens grow with every grant, shared by every kind of lock on one name', async () => {
   const name = 'fenced';
   const seen = [];
-  const lock = client.lock(name, { fenced: true });
+  const lock = client.lock(name, { fenced: true, reentrant: true });
   await lock.acquire();
   seen.push(lock.token);
   await lock.acquire(); // re-entry is a grant too
@@ -197,7 +229,7 @@ test('fencing tokens grow with every grant, shared by every kind of lock on one 
   await lock.release();
   await lock.release();
 
-  const rw = client.readWriteLock(name, { fenced: true });
+  const rw = client.readWriteLock(name, { fenced: true, reentrant: true });
   await rw.writeLock().acquire({ timeout: 0 });
   seen.push(rw.writeLock().token);
   assert.equal(await rw.readLock().acquire(), true); // reads carry no token

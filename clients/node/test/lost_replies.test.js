@@ -56,7 +56,7 @@ test('a fenced grant whose reply is lost still learns its token', async () => {
 });
 
 test('an unlock whose reply is lost is re-sent with its latch and releases one hold, not two', async () => {
-  const lock = client.lock('lost:unlock');
+  const lock = client.lock('lost:unlock', { reentrant: true });
   await lock.acquire();
   await lock.acquire();
   const unlocks = await calls(r, 'LOCK.UNLOCK');
@@ -73,7 +73,7 @@ test('an unlock whose reply is lost is re-sent with its latch and releases one h
 });
 
 test('a read unlock whose reply is lost releases one read hold, not two', async () => {
-  const rw = client.readWriteLock('lost:read');
+  const rw = client.readWriteLock('lost:read', { reentrant: true });
   await rw.readLock().acquire();
   await rw.readLock().acquire();
   const stalled = await stall(1);

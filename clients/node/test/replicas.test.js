@@ -45,7 +45,7 @@ async function stopped(fn) {
 const waits = async () => (await calls(p, 'WAIT')) + (await calls(p, 'WAITAOF'));
 
 test('every grant and release waits for the replica, which has it when the call returns', async () => {
-  const lock = locks.lock('s:lock', { lease: 30000 });
+  const lock = locks.lock('s:lock', { lease: 30000, reentrant: true });
   await lock.acquire({ timeout: 0 }); // the replica count is learned
   await lock.release();
   const before = await waits();
@@ -81,7 +81,7 @@ test('an unsynced grant is given back and rejects; an unsynced refusal is a refu
 });
 
 test('an unsynced reentry gives back that hold only; a fenced token stays', async () => {
-  const lock = locks.readWriteLock('s:rw', { fenced: true }).writeLock();
+  const lock = locks.readWriteLock('s:rw', { fenced: true, reentrant: true }).writeLock();
   assert.equal(await lock.acquire({ lease: 30000 }), true);
   assert.equal(lock.token, 1);
   await stopped(async () => {

@@ -37,6 +37,10 @@ async function main(): Promise<void> {
   const forced: boolean = await lock.forceUnlock();
   await lock.release();
   const fair: FairLock = client.fairLock('queue', { wait: 5000 });
+  const shared: boolean = client.lock('orders').reentrant || client.lock('orders', { reentrant: true }).reentrant;
+  const abortable: boolean = await lock.acquire({ timeout: 5000, signal: AbortSignal.timeout(1000) });
+  const rwOwner: string | null = client.readWriteLock('doc').owner;
+  void [shared, abortable, rwOwner];
   const rw = client.readWriteLock('doc');
   const r: ReadLock = rw.readLock();
   const w: WriteLock = rw.writeLock();

@@ -45,7 +45,7 @@ test('the watchdog keeps a 1 s lease alive for 5 s, then stops at release', asyn
 });
 
 test('the watchdog keeps read and write holds of a read-write lock alive', async () => {
-  const rw = client.readWriteLock('wd:rw');
+  const rw = client.readWriteLock('wd:rw', { reentrant: true });
   await rw.writeLock().acquire();
   await rw.readLock().acquire();
   await sleep(2500);

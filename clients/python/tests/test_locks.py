@@ -14,7 +14,7 @@ import redis
 import redis.asyncio as aredis
 
 import redis_lockmod
-from conftest import ROOT
+from conftest import ROOT, wait_until
 from redis_lockmod import FairLock, Lock, LockLostError, LockNotOwnedError, ReadWriteLock
 from redis_lockmod import asyncio as alocks
 
@@ -50,9 +50,8 @@ def test_the_reentrant_lock_counts_holds_per_thread_and_frees_the_key_on_the_las
     assert r.exists("orders") == 0 and not lock.locked() and lock.remaining_ms() == -2
     with pytest.raises(LockNotOwnedError):
         lock.release()
-    # Every unlock carried a latch, kept past any re-send.
-    latches = r.keys("redisson_unlock_latch:{orders}:*")
-    assert len(latches) == 3 and all(r.pttl(k) > 59_000 for k in latches)
+    # Every unlock carried a latch (test_lost_replies), deleted once its reply arrived.
+    wait_until(lambda: r.keys("redisson_unlock_latch:{orders}:*") == [], 5, "the latches deleted")
 
 
 def test_the_read_write_lock_shares_reads_excludes_writes_and_lets_the_writer_read(r: redis.Redis) -> None:
@@ -133,7 +132,7 @@ def test_asyncio_locks_are_reentrant_per_task(server) -> None:
         fair = alocks.FairLock(r, "afair", lease_ms=30_000)
         async with fair:
             assert await fair.remaining_ms() > 29_000
-        assert await r.keys("*") != [] and await r.exists("adoc", "afair") == 0
+        assert await r.exists("alock", "adoc", "afair") == 0
         with pytest.raises(LockNotOwnedError):
             await fair.release()
         await alocks.close(r)

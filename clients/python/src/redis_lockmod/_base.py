@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from . import _kinds, _protocol
+from . import _kinds, _names, _protocol, _timeouts
 from ._kinds import Args, Kind
 from ._replicas import DEFAULT_SYNC_TIMEOUT_MS
 from .errors import LockLostError, LockNotOwnedError
@@ -75,7 +75,7 @@ class Session:
 def command_timeout_of(client: Any, given: Optional[float]) -> float:
     """The socket timeout of a lock command: the one given, else the client's, else 10 s."""
     if given is not None:
-        return float(given)
+        return _timeouts.command_seconds(given)
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
     if kwargs is None:
         # RedisCluster: the nodes' connection settings (asyncio: on the client itself).
@@ -83,7 +83,7 @@ def command_timeout_of(client: Any, given: Optional[float]) -> float:
     if kwargs is None:
         kwargs = getattr(getattr(client, "nodes_manager", None), "connection_kwargs", None) or {}
     t = kwargs.get("socket_timeout")
-    return float(t) if t else DEFAULT_COMMAND_TIMEOUT
+    return min(float(t), _timeouts.NO_LIMIT_S) if t else DEFAULT_COMMAND_TIMEOUT
 
 
 def sync_timeout_of(sync_replicas: bool, sync_timeout_ms: int) -> Optional[int]:
@@ -130,13 +130,19 @@ class LockBase:
         for what, v in (("lease_ms", lease_ms), ("watchdog_lease_ms", watchdog_lease_ms), ("wait_ms", wait_ms)):
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError(f"{what} must be a positive int (milliseconds)")
+        if watchdog_interval_ms is not None and (
+            isinstance(watchdog_interval_ms, bool)
+            or not isinstance(watchdog_interval_ms, int)
+            or not 0 < watchdog_interval_ms < watchdog_lease_ms
+        ):
+            raise ValueError("watchdog_interval_ms must be a positive int (milliseconds) below watchdog_lease_ms")
         if fenced and not self._kind.fenceable:
             raise ValueError(f"a {self._kind.id} lock takes no fencing token")
         self._session = session
         self.name = name
         self.lease_ms = lease_ms
         self.fenced = fenced
-        self.timeout = timeout
+        self.timeout = _timeouts.seconds(timeout)
         self.on_lost = on_lost
         self.watchdog_lease_ms = watchdog_lease_ms
         self.watchdog_interval_ms = watchdog_interval_ms or max(1, watchdog_lease_ms // 3)
@@ -184,17 +190,10 @@ class LockBase:
     # -- acquire ----------------------------------------------------------------------------
     def _acquire_flow(self, blocking: bool, timeout: Optional[float]) -> "Attempt":
         """One acquire: its flow, and what is needed to record or undo it."""
+        block_ms, sock_timeout = _timeouts.wait(blocking, timeout, self.command_timeout)
         owner = self.owner
         key = self._key(owner)
         hold = self._session.hold(key)
-        block_ms: Optional[int] = None
-        sock_timeout: Optional[float] = self.command_timeout
-        if blocking:
-            if timeout is None or timeout < 0:  # -1: no limit, as threading.Lock.acquire
-                block_ms, sock_timeout = 0, None
-            elif timeout > 0:
-                block_ms = max(1, math.ceil(timeout * 1000))
-                sock_timeout = timeout + self.command_timeout
         args = self._kind.acquire_args(
             self.name, owner, self._lease(), wait_ms=self.wait_ms, block_ms=block_ms, token=self.fenced
         )
@@ -208,8 +207,9 @@ class LockBase:
             timeout=sock_timeout,
             settle_timeout=self.settle_timeout,
             sync_ms=self.sync_ms,
-            again=self._wait_again(owner, block_ms, timeout),
+            again=self._wait_again(owner, block_ms, _timeouts.seconds(timeout) if blocking else None),
             fresh=lambda: self._new_unlock(owner),
+            parks=block_ms is not None,
         )
         return Attempt(flow, hold, key, owner, hold.count)
 
@@ -288,8 +288,9 @@ class LockBase:
     def _new_unlock(self, owner: str) -> _protocol.PendingUnlock:
         """A new unlock request: its own latch id, a latch that outlives its re-sends."""
         latch = _protocol.latch_ms(self.settle_timeout)
-        args = self._kind.unlock_args(self.name, owner, self._lease(), uuid.uuid4().hex, latch)
-        return _protocol.PendingUnlock(args, latch)
+        request_id = uuid.uuid4().hex
+        args = self._kind.unlock_args(self.name, owner, self._lease(), request_id, latch)
+        return _protocol.PendingUnlock(args, latch, _names.latch_key(self.name, request_id))
 
     def _release_flow(self) -> Tuple[_protocol.Flow, Hold, Tuple[str, str, str]]:
         owner = self.owner

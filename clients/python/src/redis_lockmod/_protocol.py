@@ -16,6 +16,10 @@ result, or throws in the error. The rules it implements:
   twice. A request is re-sent only within half the latch's life after it was first sent; later
   (a long outage, or a caller retrying a failed release much later) the unlock is settled like
   an acquire, by a barrier on every connection it went out on and ``*.HOLDS``.
+- The latch is needed only while a copy of its request may still be sent or be on its way: once
+  the reply of the first and only copy arrived, nothing can run it again, and the latch key is
+  deleted (``DEL`` on the same connection, its reply read when that connection is next used),
+  as Redisson deletes its own. A request that lost a reply keeps its latch for its life.
 """
 
 from __future__ import annotations
@@ -64,13 +68,18 @@ class Call:
     list of replies. ``timeout`` is the socket timeout (None: wait without limit); past
     ``send_by`` (monotonic seconds) nothing is sent any more (`TooLate`). With ``sync_ms``, a
     wait for the node's replicas follows on the same connection (`NoSyncedReplicasError` when
-    none acknowledged within that many ms)."""
+    none acknowledged within that many ms). ``after``: commands sent on that connection once
+    the replies arrived without an error, whose own replies nobody waits for (they are read
+    when the connection is next used): the cleanup of an unlock's latch. ``parks``: the
+    command may wait in the server (``BLOCK``), so cancelling it must end that wait first."""
 
     key: str
     commands: Sequence[Args]
     timeout: Optional[float]
     send_by: Optional[float] = None
     sync_ms: Optional[int] = None
+    after: Sequence[Args] = ()
+    parks: bool = False
 
 
 @dataclass
@@ -79,14 +88,24 @@ class PendingUnlock:
 
     args: Args
     latch_ms: int
+    #: The latch key the server writes for it (``redisson_unlock_latch:{name}:<request id>``).
+    latch_key: str
     #: When it was first sent (monotonic seconds), None before.
     first_sent: Optional[float] = None
     #: The connections it was lost on, for the barrier if it must be settled by asking.
     lost: List[ReplyLost] = field(default_factory=list)
+    #: A release that sent it was interrupted (Ctrl-C) with its outcome unknown: its reply may
+    #: have been read and its latch deleted, so it is settled by asking, never sent again.
+    interrupted: bool = False
 
     def resend_by(self) -> Optional[float]:
         """Re-sending is safe until half the latch's life has passed since the first send."""
         return None if self.first_sent is None else self.first_sent + self.latch_ms / 2000
+
+    def cleanup(self) -> Tuple[Args, ...]:
+        """What follows the request once its reply arrived: the latch's ``DEL``, unless a copy
+        of the request was lost (it may still run, and must find the latch)."""
+        return () if self.lost else (("DEL", self.latch_key),)
 
 
 @dataclass(frozen=True)
@@ -142,8 +161,10 @@ def acquire_flow(
     sync_ms: Optional[int] = None,
     again: Optional[Callable[[], Optional[Tuple[Args, Optional[float]]]]] = None,
     fresh: Optional[Callable[[], PendingUnlock]] = None,
+    parks: bool = False,
 ) -> Flow:
-    """Sends the acquire once. Returns (granted, token).
+    """Sends the acquire once (`parks`: it waits in the server, ``BLOCK``). Returns (granted,
+    token).
 
     A wait (``BLOCK``) whose reply is lost and that was settled as not granted (its node failed
     over, or its connection broke) is a new wait for the time left: `again` gives the new
@@ -153,7 +174,7 @@ def acquire_flow(
     rewaits = 0
     while True:
         try:
-            replies = yield Call(name, (args,), timeout, sync_ms=sync_ms)
+            replies = yield Call(name, (args,), timeout, sync_ms=sync_ms, parks=parks)
         except NoSyncedReplicasError as unsynced:
             granted, token = parse_acquire(unsynced.reply, fenced)
             if not granted:
@@ -170,6 +191,7 @@ def acquire_flow(
                 raise lost.cause
             rewaits += 1
             args, timeout = retry
+            parks = True
             log.warning("%s %s for %s: its wait was lost and not granted: waiting again", kind.acquire, name, owner)
             continue
         return parse_acquire(replies[0], fenced)
@@ -233,12 +255,19 @@ def release_flow(
     last: Optional[ReplyLost] = None
     for attempt in range(UNLOCK_ATTEMPTS):
         send_by = pending.resend_by()
-        if send_by is not None and time.monotonic() > send_by:
+        if pending.interrupted or (send_by is not None and time.monotonic() > send_by):
             return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout, sync_ms))
         if pending.first_sent is None:
             pending.first_sent = time.monotonic()
         try:
-            replies = yield Call(name, (pending.args,), timeout if attempt == 0 else resend_timeout, send_by, sync_ms)
+            replies = yield Call(
+                name,
+                (pending.args,),
+                timeout if attempt == 0 else resend_timeout,
+                send_by,
+                sync_ms,
+                after=pending.cleanup(),
+            )
         except TooLate:
             return (yield from settle_unlock(kind, name, owner, pending, fresh, held_before, resend_timeout, sync_ms))
         except ReplyLost as lost:
@@ -290,7 +319,7 @@ def settle_unlock(
     again = fresh()
     again.first_sent = time.monotonic()
     try:
-        replies = yield Call(name, (again.args,), timeout, sync_ms=sync_ms)
+        replies = yield Call(name, (again.args,), timeout, sync_ms=sync_ms, after=again.cleanup())
     except ReplyLost as lost:
         again.lost.append(lost)
         raise lost.cause

@@ -13,9 +13,9 @@ broken connection) cannot be settled by asking the server: it is never sent agai
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
+from . import _timeouts
 from ._base import command_timeout_of, sync_timeout_of
 from ._kinds import text
 from ._replicas import DEFAULT_SYNC_TIMEOUT_MS
@@ -49,17 +49,11 @@ def check_name(name: Any, kind: str) -> str:
 
 
 def wait(blocking: bool, timeout: Optional[float], command_timeout: float) -> Tuple[Optional[int], Optional[float]]:
-    """(BLOCK ms or None, socket timeout) of a wait, as the locks translate them: blocking with
-    no timeout (None or negative) waits without limit (``BLOCK 0``, no socket timeout); a
-    timeout in seconds waits that long in the server (the socket gets it on top of the command
-    timeout); not blocking, or a timeout of 0, tries once."""
-    if not blocking:
-        return None, command_timeout
-    if timeout is None or timeout < 0:
-        return 0, None
-    if timeout == 0:
-        return None, command_timeout
-    return max(1, math.ceil(timeout * 1000)), timeout + command_timeout
+    """(BLOCK ms or None, socket timeout) of a wait, as the locks translate them (see
+    `redis_lockmod._timeouts`): no limit (None, -1, infinity) is ``BLOCK 0`` without a socket
+    timeout; a timeout in seconds waits that long in the server (the socket gets it on top of
+    the command timeout); not blocking, or a timeout of 0, tries once."""
+    return _timeouts.wait(blocking, timeout, command_timeout)
 
 
 def with_block(args: Tuple[Any, ...], block_ms: Optional[int]) -> Tuple[Any, ...]:
@@ -109,7 +103,7 @@ class SyncBase:
         self._session = session
         #: The client this object was given, held strongly (see ``Lock.client``).
         self.client = client
-        self.timeout = timeout
+        self.timeout = _timeouts.seconds(timeout)
         self.command_timeout = command_timeout_of(session.client, command_timeout)
         sync_ms = sync_timeout_of(sync_replicas, sync_timeout_ms)
         #: The ms a change waits for the replicas, or None.

@@ -18,107 +18,52 @@ one refused because its node is no longer the primary (``READONLY``, ``UNBLOCKED
 to the new one.
 
 A call with ``sync_ms`` is followed on its connection by a wait for the node's replicas
-(`redis_lockmod._replicas`).
+(`redis_lockmod._replicas`). A call's ``after`` commands (an unlock latch's ``DEL``) are sent
+once its replies arrived, and their replies are read when the connection is next taken: they
+cost no round trip of their own. Without the permission for them (``NOPERM``), they are no
+longer sent for this client.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from typing import Any, List, Optional, Sequence, Tuple
 
-from redis.backoff import NoBackoff
 from redis.exceptions import (
     AskError,
     MovedError,
     BusyLoadingError,
-    ClusterDownError,
     ConnectionError,
-    ReadOnlyError,
     ResponseError,
     TimeoutError,
     TryAgainError,
 )
-from redis.retry import Retry
 
+from ._connections import (
+    FAILOVER_WAIT,
+    MAX_REDIRECTS,
+    IDLE_KEYS,
+    IDLE_PER_KEY,
+    Link,
+    address_of,
+    cleanup_denied,
+    connection_settings,
+    direct_settings,
+    is_cluster,
+    not_run,
+    plain_class,
+    sentinel_pool,
+)
 from ._kinds import Args
 from ._protocol import Barrier, Call, ReplyLost, TooLate
 from ._replicas import ReplicaCache, SyncPlan
 
-#: Sends of one request that the server refused without running it (redirects, loading).
-MAX_REDIRECTS = 6
-#: Idle connections kept per (node, timeout), and (node, timeout) pairs kept.
-IDLE_PER_KEY = 32
-IDLE_KEYS = 16
-#: How long (seconds) a request to a Sentinel-managed primary that could not be sent is held
-#: back while the sentinels name no reachable primary (a failover in progress).
-FAILOVER_WAIT = 30.0
-
-
-def is_cluster(client: Any) -> bool:
-    return hasattr(client, "get_node_from_key") and hasattr(client, "nodes_manager")
-
-
-def sentinel_pool(client: Any) -> Any:
-    """The client's ``SentinelConnectionPool`` (sync or asyncio), or None."""
-    pool = getattr(client, "connection_pool", None)
-    if pool is not None and hasattr(pool, "get_master_address") and hasattr(pool, "service_name"):
-        return pool
-    return None
-
-
-def direct_settings(pool: Any, host: str, port: int) -> dict:
-    """A Sentinel pool's connection settings aimed at one address, for a plain connection: the
-    library keeps to the primary it resolved, so that a barrier or a settling read reaches the
-    very node a request went to."""
-    kw = {k: v for k, v in pool.connection_kwargs.items() if k != "connection_pool"}
-    kw.update(host=host, port=port)
-    return kw
-
-
-def not_run(e: BaseException) -> bool:
-    """True for an error reply that means the server did not run the request."""
-    if isinstance(e, (AskError, ReadOnlyError, TryAgainError, ClusterDownError, BusyLoadingError)):
-        return True
-    return isinstance(e, ResponseError) and str(e).startswith(("UNBLOCKED", "MASTERDOWN", "LOADING"))
-
-
-def connection_settings(kwargs: dict, timeout: Optional[float]) -> dict:
-    """The application's connection settings with our timeout and no retry."""
-    kw = dict(kwargs)
-    kw["socket_timeout"] = timeout
-    kw["retry"] = Retry(NoBackoff(), 0)
-    kw["retry_on_error"] = []
-    kw.pop("retry_on_timeout", None)
-    return kw
-
-
-def plain_class(cls: Any) -> Any:
-    """The plain connection class under a Sentinel-managed one (TLS or not)."""
-    for base in cls.__mro__[1:]:
-        if "Sentinel" not in base.__name__:
-            return base
-    return cls
-
-
-def address_of(kwargs: dict) -> Tuple[Any, ...]:
-    return (kwargs.get("host"), kwargs.get("port"), kwargs.get("path"), kwargs.get("db", 0))
-
-
-class Link:
-    """One of our connections, with the server's id for it (``CLIENT ID``)."""
-
-    def __init__(self, conn: Any, address: Tuple[Any, ...], timeout: Optional[float]) -> None:
-        self.conn = conn
-        self.address = address
-        self.timeout = timeout
-        self.client_id: Optional[int] = None
-        #: Closed after the call's replies were read (a wait that failed): not reused.
-        self.broken = False
-
+log = logging.getLogger("redis_lockmod")
 
 class Transport:
     """Runs calls and barriers for the locks of one application client."""
@@ -133,6 +78,8 @@ class Transport:
         #: The Sentinel-managed primary's (host, port), asked again after a failure.
         self._primary: Optional[Tuple[str, int]] = None
         self.replicas = ReplicaCache()
+        #: Whether ``after`` commands are sent (False once the server refused one: ``NOPERM``).
+        self.cleanup = True
 
     @property
     def client(self) -> Any:
@@ -157,12 +104,14 @@ class Transport:
 
     def _take(self, cls: Any, kwargs: dict, timeout: Optional[float]) -> Link:
         address = address_of(kwargs)
-        with self._mutex:
-            links = self._idle.get((address, timeout))
-            while links:
-                link = links.pop()
-                if self._usable(link):
-                    return link
+        while True:
+            with self._mutex:
+                links = self._idle.get((address, timeout))
+                link = links.pop() if links else None
+            if link is None:
+                break
+            if self._settled(link) and self._usable(link):
+                return link
         conn = cls(**connection_settings(kwargs, timeout))
         link = Link(conn, address, timeout)
         try:
@@ -175,6 +124,38 @@ class Transport:
             conn.disconnect()
             raise
         return link
+
+    def _settled(self, link: Link) -> bool:
+        """Reads the replies `link` owes (its last call's ``after`` commands); False (and the
+        connection closed) if they do not come."""
+        while link.owed:
+            try:
+                link.conn.read_response()
+            except ResponseError as e:
+                self._refused_cleanup(e)
+            except Exception:
+                link.conn.disconnect()
+                return False
+            link.owed -= 1
+        return True
+
+    def _refused_cleanup(self, e: ResponseError) -> None:
+        if cleanup_denied(e) and self.cleanup:
+            self.cleanup = False
+            log.warning("the server refused the DEL of an unlock latch (%s): latches are left to expire", e)
+
+    def _send_after(self, link: Link, after: Sequence[Args]) -> None:
+        """Sends a call's ``after`` commands without waiting for their replies."""
+        if not after or not self.cleanup or link.broken:
+            return
+        try:
+            for c in after:
+                link.conn.send_command(*c, check_health=False)
+        except (ConnectionError, TimeoutError):
+            link.conn.disconnect()
+            link.broken = True
+            return
+        link.owed += len(after)
 
     @staticmethod
     def _usable(link: Link) -> bool:
@@ -215,7 +196,7 @@ class Transport:
     # -- operations -------------------------------------------------------------------------
     def execute(self, op: Any) -> Any:
         if isinstance(op, Call):
-            return self.call(op.key, op.commands, op.timeout, op.send_by, op.sync_ms)
+            return self.call(op.key, op.commands, op.timeout, op.send_by, op.sync_ms, op.after)
         if isinstance(op, Barrier):
             return self.barrier(op.lost, op.timeout)
         raise TypeError(f"unknown operation {op!r}")
@@ -227,12 +208,15 @@ class Transport:
         timeout: Optional[float],
         send_by: Optional[float] = None,
         sync_ms: Optional[int] = None,
+        after: Sequence[Args] = (),
     ) -> List[Any]:
         """Sends `commands` pipelined to `key`'s node and returns their replies. Raises
         `ReplyLost` when the replies did not come; an error reply is raised as redis-py's
         exception (after the remaining replies are read, so the connection stays usable).
         With `sync_ms`, then waits up to that long for the node's replicas, on the same
-        connection, and raises `NoSyncedReplicasError` (carrying the reply) if none acknowledged."""
+        connection, and raises `NoSyncedReplicasError` (carrying the reply) if none acknowledged.
+        Once the replies came without an error, `after` is sent on the same connection (see
+        `Call`)."""
         ask: Optional[Tuple[str, int]] = None
         started = time.monotonic()
         for attempt in itertools.count():
@@ -279,7 +263,15 @@ class Transport:
                 raise
             waited = self._read_one(link, sync_ms) if post else None
             if error is None and plan is not None:
-                self._sync(link, plan, info, waited, replies)  # raises NoSyncedReplicasError
+                try:
+                    self._sync(link, plan, info, waited, replies)  # raises NoSyncedReplicasError
+                except BaseException:
+                    self._send_after(link, after)  # the replies came: the request ran
+                    if not link.broken:
+                        self._put(link)
+                    raise
+            if error is None:
+                self._send_after(link, after)
             if not link.broken:
                 self._put(link)
             if error is None:
@@ -310,12 +302,7 @@ class Transport:
                 else:
                     waited = self._read_one(link, plan.timeout_ms)
         if wait is not None:
-            try:
-                plan.check(wait, waited, replies[0] if len(replies) == 1 else replies)
-            except BaseException:
-                if not link.broken:
-                    self._put(link)
-                raise
+            plan.check(wait, waited, replies[0] if len(replies) == 1 else replies)
 
     @staticmethod
     def _read_info(link: Link) -> Any:

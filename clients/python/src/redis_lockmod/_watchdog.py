@@ -24,6 +24,10 @@ from ._transport import Transport
 
 log = logging.getLogger("redis_lockmod")
 
+#: The longest the watchdog thread sleeps at once (seconds); a renewal due later is looked at
+#: again then. A wait past ``threading.TIMEOUT_MAX`` (292 years) would raise in the thread.
+MAX_SLEEP_S = 3600.0
+
 
 class Entry:
     """One watched hold: whose, and when it is renewed next (monotonic seconds)."""
@@ -77,7 +81,7 @@ class Watchdog:
                 now = time.monotonic()
                 due = [e for e in self._entries if e.due <= now]
                 if not due:
-                    self._cond.wait(min(e.due for e in self._entries) - now)
+                    self._cond.wait(min(min(e.due for e in self._entries) - now, MAX_SLEEP_S))
                     continue
                 for e in due:
                     e.due = now + e.lock.watchdog_interval_ms / 1000

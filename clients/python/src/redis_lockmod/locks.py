@@ -16,7 +16,8 @@ Options (keyword arguments of every lock):
 - ``on_lost``: called with the lock when the watchdog finds the lock gone; `release` then
   raises `LockLostError`.
 - ``fenced``: every grant takes a fencing token, ``lock.token`` (not for read locks).
-- ``timeout``: seconds ``with lock:`` waits before raising `LockTimeoutError` (None: no limit).
+- ``timeout``: seconds ``with lock:`` waits before raising `LockTimeoutError` (None: no limit;
+  how every timeout is read: `redis_lockmod._timeouts`).
 - ``command_timeout``: socket timeout (seconds) of each command; a ``BLOCK`` wait gets its
   wait on top. Default: the client's ``socket_timeout``, else 10 s.
 - ``wait_ms`` (fair lock): Redisson's thread wait time of a queued waiter (5 minutes).
@@ -86,6 +87,15 @@ class _SyncLock(LockBase):
         except NoSyncedReplicasError as unsynced:
             # Applied on the primary, not confirmed by a replica: recorded, then raised.
             self._record_release(hold, key, unsynced.reply)
+            raise
+        except BaseException as e:
+            pending = hold.pending_unlock
+            if pending is not None and not isinstance(e, Exception):
+                # Interrupted (Ctrl-C): the reply may have been read, its latch deleted.
+                pending.interrupted = True
+                lost = getattr(e, "lockmod_lost", None)
+                if lost is not None:
+                    pending.lost.append(lost)
             raise
         self._record_release(hold, key, reply)
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .._protocol import Call, Flow, ReplyLost
+from ._cancel import Parked
 from ._transport import Transport
 
 
-async def run(flow: Flow, transport: Transport) -> Any:
-    """As the sync `redis_lockmod._driver.run`."""
+async def run(flow: Flow, transport: Transport, parked: Optional[Parked] = None) -> Any:
+    """As the sync `redis_lockmod._driver.run`; a wait the flow sends (a `Call` that parks) is
+    recorded in `parked`."""
     try:
         op = next(flow)
         while True:
             try:
-                result = await transport.execute(op)
+                result = await transport.execute(op, parked)
             except Exception as e:
                 op = flow.throw(e)
             else:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import weakref
-from typing import Any, Set
+from typing import Any
 
 from .._base import Session
 from ._transport import Transport
@@ -16,8 +15,6 @@ class AsyncSession(Session):
         super().__init__()
         self.transport = Transport(client)
         self.watchdog = Watchdog(self.transport)
-        #: Settling tasks of cancelled acquires, kept referenced until they finish.
-        self.background: "Set[asyncio.Task[Any]]" = set()
 
     @property  # type: ignore[override]
     def client(self) -> Any:
@@ -39,10 +36,8 @@ def session_for(client: Any) -> AsyncSession:
 
 
 async def close(client: Any) -> None:
-    """Closes the connections the library opened for `client`, after any settling of a
-    cancelled acquire has finished."""
+    """Closes the connections the library opened for `client` (a cancelled acquire settles
+    before its cancellation goes on: nothing is left running)."""
     s = _sessions.pop(client, None)
     if s is not None:
-        if s.background:
-            await asyncio.gather(*s.background, return_exceptions=True)
         await s.transport.close()

@@ -1,15 +1,18 @@
 """The asyncio transport: the same rules as the sync one (`redis_lockmod._transport`: Cluster,
-Sentinel, replicas synced) on ``redis.asyncio`` connections. A request interrupted by cancellation closes its connection, so
-a parked ``BLOCK`` leaves the server's queue at once."""
+Sentinel, replicas synced, an unlock latch's ``DEL`` sent after its reply and its own reply read
+at the next use) on ``redis.asyncio`` connections. A request interrupted by cancellation closes
+its connection; a caller that must learn what its cancelled wait was granted runs the request in
+a task of its own and ends the wait with ``CLIENT UNBLOCK`` (`redis_lockmod.asyncio._cancel`)."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -26,18 +29,22 @@ from redis.exceptions import (
 from .._kinds import Args
 from .._protocol import Barrier, Call, ReplyLost, TooLate
 from .._replicas import ReplicaCache, SyncPlan
-from .._transport import (
+from ._cancel import Parked
+from .._connections import (
     FAILOVER_WAIT,
     IDLE_KEYS,
     IDLE_PER_KEY,
     MAX_REDIRECTS,
     address_of,
+    cleanup_denied,
     direct_settings,
     is_cluster,
     not_run,
     plain_class,
     sentinel_pool,
 )
+
+log = logging.getLogger("redis_lockmod")
 
 
 def connection_settings(kwargs: dict, timeout: Optional[float]) -> dict:
@@ -60,6 +67,8 @@ class Link:
         #: Set when another connection may still act on this one (``CLIENT UNBLOCK`` of its id
         #: after a cancelled wait): it is closed after its reply instead of being reused.
         self.discard = False
+        #: Replies of ``after`` commands sent and not read yet (read when next taken).
+        self.owed = 0
 
 
 class Transport:
@@ -73,6 +82,8 @@ class Transport:
         #: The Sentinel-managed primary's (host, port), asked again after a failure.
         self._primary: Optional[Tuple[str, int]] = None
         self.replicas = ReplicaCache()
+        #: Whether ``after`` commands are sent (False once the server refused one: ``NOPERM``).
+        self.cleanup = True
 
     @property
     def client(self) -> Any:
@@ -99,6 +110,8 @@ class Transport:
         links = self._idle.get((address, timeout))
         while links:
             link = links.pop()
+            if not await self._settled(link):
+                continue
             # A connection the server closed (or with stray data) shows as readable. redis-py 8
             # renamed the check; older releases only have the old name.
             check = getattr(link.conn, "can_read", None) or link.conn.can_read_destructive
@@ -121,6 +134,41 @@ class Transport:
             await conn.disconnect(nowait=True)
             raise
         return link
+
+    async def _settled(self, link: Link) -> bool:
+        """As the sync `Transport._settled`."""
+        while link.owed:
+            try:
+                await link.conn.read_response()
+            except ResponseError as e:
+                if cleanup_denied(e) and self.cleanup:
+                    self.cleanup = False
+                    log.warning("the server refused the DEL of an unlock latch (%s): latches are left to expire", e)
+            except BaseException:
+                await link.conn.disconnect(nowait=True)
+                return False
+            link.owed -= 1
+        return True
+
+    async def _send_after(self, link: Link, after: Sequence[Args]) -> None:
+        """Sends a call's ``after`` commands without waiting for their replies. Written to the
+        connection's stream at once: redis-py's own send wraps each write of a connection with
+        a socket timeout in ``asyncio.wait_for`` (a task per command before Python 3.12), which
+        would cost a cleanup more than the unlock it follows."""
+        if not after or not self.cleanup or link.broken or link.discard:
+            return
+        packed = link.conn.pack_commands(after)
+        writer = getattr(link.conn, "_writer", None)
+        try:
+            if writer is not None and not writer.is_closing():
+                writer.writelines(packed)
+            else:
+                await link.conn.send_packed_command(packed, check_health=False)
+        except (ConnectionError, TimeoutError, OSError):
+            await link.conn.disconnect(nowait=True)
+            link.broken = True
+            return
+        link.owed += len(after)
 
     async def _put(self, link: Link) -> None:
         if link.discard or link.broken:
@@ -145,9 +193,10 @@ class Transport:
         for link in links:
             await link.conn.disconnect()
 
-    async def execute(self, op: Any) -> Any:
+    async def execute(self, op: Any, parked: Optional[Parked] = None) -> Any:
         if isinstance(op, Call):
-            return await self.call(op.key, op.commands, op.timeout, op.send_by, sync_ms=op.sync_ms)
+            parked = parked if op.parks else None
+            return await self.call(op.key, op.commands, op.timeout, op.send_by, parked, op.sync_ms, op.after)
         if isinstance(op, Barrier):
             return await self.barrier(op.lost, op.timeout)
         raise TypeError(f"unknown operation {op!r}")
@@ -158,11 +207,14 @@ class Transport:
         commands: Sequence[Args],
         timeout: Optional[float],
         send_by: Optional[float] = None,
-        on_sent: Optional[Callable[[Link, Any], None]] = None,
+        parked: Optional[Parked] = None,
         sync_ms: Optional[int] = None,
+        after: Sequence[Args] = (),
     ) -> List[Any]:
-        """As the sync `Transport.call`. ``on_sent(link, address)`` is called once the commands
-        are sent on ``link`` (to the node at ``address``), before their replies are read."""
+        """As the sync `Transport.call`. With `parked` (a command that may wait in the server),
+        the connection is recorded there from the send until the commands' replies are read,
+        so that a cancelled caller can end the wait (`redis_lockmod.asyncio._cancel`); once
+        `parked` has ended, nothing is sent (`TooLate`)."""
         ask: Optional[Tuple[str, int]] = None
         started = time.monotonic()
         for attempt in itertools.count():
@@ -177,7 +229,7 @@ class Transport:
                     raise
                 await self._refresh(attempt)
                 continue
-            if send_by is not None and time.monotonic() > send_by:
+            if (send_by is not None and time.monotonic() > send_by) or (parked is not None and parked.ended):
                 await self._put(link)
                 raise TooLate()
             plan = SyncPlan(self.replicas, link.address, sync_ms) if sync_ms is not None else None
@@ -189,13 +241,15 @@ class Transport:
                 for c in (*pre, *commands, *post):
                     await link.conn.send_command(*c)
                 sent = True
-                if on_sent is not None:
-                    on_sent(link, (cls, kwargs))
+                if parked is not None:
+                    parked.sent(link, (cls, kwargs))
                 if ask is not None:
                     await link.conn.read_response()
                 info = await self._read_info(link) if pre else None
                 replies, error = await self._read(link, len(commands))
             except (ConnectionError, TimeoutError, OSError) as e:
+                if parked is not None:
+                    parked.answered(link)
                 await link.conn.disconnect(nowait=True)
                 self._lost_primary()
                 if (not sent or isinstance(e, BusyLoadingError)) and not last:
@@ -204,17 +258,24 @@ class Transport:
                 raise ReplyLost(e, (cls, kwargs), link.client_id) from e
             except BaseException as e:
                 # Cancelled while the request may be running: the caller may settle it.
+                if parked is not None:
+                    parked.answered(link)
                 await link.conn.disconnect(nowait=True)
                 if sent:
                     e.lockmod_lost = ReplyLost(e, (cls, kwargs), link.client_id)  # type: ignore[attr-defined]
                 raise
+            if parked is not None:
+                parked.answered(link)
             waited = await self._read_one(link, sync_ms) if post else None
             if error is None and plan is not None:
                 try:
                     await self._sync(link, plan, info, waited, replies)
                 except BaseException:
+                    await self._send_after(link, after)  # the replies came: the request ran
                     await self._put(link)
                     raise
+            if error is None:
+                await self._send_after(link, after)
             await self._put(link)
             if error is None:
                 return replies

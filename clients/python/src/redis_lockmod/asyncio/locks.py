@@ -5,9 +5,12 @@ sync locks' options (see `redis_lockmod.locks`). Reentrant per task::
     async with lock:
         ...
 
-A task cancelled while it waits for the lock (``asyncio.timeout``, ``wait_for``) closes its
-connection, which takes it out of the server's queue; if the grant raced the cancellation, a
-background task gives the hold back, so no grant is left that nobody knows of.
+A task cancelled while it waits for the lock (``asyncio.timeout``, ``wait_for``,
+``task.cancel()``) ends its wait in the server (``CLIENT UNBLOCK``), and gives back a grant that
+raced the cancellation, before the ``CancelledError`` reaches its caller: an unlock the caller
+sends next never hands the lock to the cancelled wait, and its next acquire starts from nothing
+held (`redis_lockmod.asyncio._cancel`). A release, once sent, is finished (its reply read and
+recorded) before a cancellation goes on.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import asyncio
 import logging
 from typing import Any, Optional
 
-from .. import _kinds
+from .. import _kinds, _protocol
 from .._base import Attempt, LockBase
 from .._owner import task_id
-from .._protocol import ReplyLost
+from .._protocol import TooLate
 from ..errors import LockLostError, LockTimeoutError, NoSyncedReplicasError
+from ._cancel import Parked, end_wait, finish, start, uninterrupted
 from ._driver import once, read, run
 from ._session import AsyncSession, session_for
 
@@ -40,6 +44,7 @@ class _AsyncLock(LockBase):
 
     async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """As the sync `Lock.acquire`, for the current task."""
+        _refuse_own_task(self)
         s = self._session
         pending = self._pending_flow()
         if pending is not None:
@@ -47,12 +52,15 @@ class _AsyncLock(LockBase):
             if self._synced(hold, key, await run(flow, s.transport)):
                 s.watchdog.unwatch(hold)
         attempt = self._acquire_flow(blocking, timeout)
+        parked = Parked()
+        request = start(run(attempt.flow, s.transport, parked))
         try:
-            granted, token = await run(attempt.flow, s.transport)
-        except BaseException as e:
-            lost = getattr(e, "lockmod_lost", None)
-            if lost is not None and not isinstance(e, Exception):
-                self._settle_later(attempt, lost)
+            granted, token = await asyncio.shield(request)
+        except asyncio.CancelledError:
+            await finish(self._cancelled(attempt, request, parked))
+            self._refused(attempt)
+            raise
+        except BaseException:
             self._refused(attempt)
             raise
         if not granted:
@@ -62,20 +70,46 @@ class _AsyncLock(LockBase):
             s.watchdog.watch(self, attempt.hold, attempt.key, attempt.owner)
         return True
 
-    def _settle_later(self, attempt: Attempt, lost: ReplyLost) -> None:
-        async def settle() -> None:
-            try:
-                await run(self._undo_flow(attempt, lost), self._session.transport)
-            except Exception as e:
-                log.warning("could not settle the cancelled acquire of %s: %s", self.name, e)
-
-        task = asyncio.get_running_loop().create_task(settle())
-        self._session.background.add(task)
-        task.add_done_callback(self._session.background.discard)
+    async def _cancelled(self, attempt: Attempt, request: "asyncio.Future[Any]", parked: Parked) -> None:
+        """A cancelled acquire: ends its wait, lets it finish, and gives back what it was
+        granted (one hold, with an unlock of its own)."""
+        transport = self._session.transport
+        await end_wait(transport, parked, request, self.command_timeout)
+        try:
+            granted, _ = request.result()
+        except TooLate:
+            return  # the wait was never sent
+        except BaseException as e:
+            log.warning("the cancelled acquire of %s for %s ended without an outcome: %r", self.name, attempt.owner, e)
+            return
+        if not granted:
+            return
+        pending = self._new_unlock(attempt.owner)
+        flow = _protocol.release_flow(
+            self._kind,
+            self.name,
+            attempt.owner,
+            pending,
+            lambda: self._new_unlock(attempt.owner),
+            attempt.before + 1,
+            self.settle_timeout,
+            self.settle_timeout,
+        )
+        try:
+            reply = await run(flow, transport)
+        except Exception as e:
+            log.warning("could not give back the grant of a cancelled acquire of %s: %r", self.name, e)
+            return
+        log.info("gave back the grant of a cancelled acquire of %s for %s (%r)", self.name, attempt.owner, reply)
 
     async def release(self) -> None:
-        """As the sync `Lock.release`, for the current task."""
+        """As the sync `Lock.release`, for the current task. Once sent, the unlock is finished
+        and recorded even if the task is cancelled meanwhile (then ``CancelledError`` is
+        raised)."""
         flow, hold, key = self._release_flow()
+        await uninterrupted(self._release(flow, hold, key))
+
+    async def _release(self, flow: Any, hold: Any, key: Any) -> None:
         try:
             reply = await run(flow, self._session.transport)
         except NoSyncedReplicasError as unsynced:
@@ -127,6 +161,25 @@ class _AsyncLock(LockBase):
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.release()
+
+
+#: The coroutines whose running as a task of their own would make that task the owner.
+_OWNED_CODES = (_AsyncLock.acquire.__code__, _AsyncLock.__aenter__.__code__)
+
+
+def _refuse_own_task(lock: _AsyncLock) -> None:
+    """Raises RuntimeError when the acquire is the whole of the current task: the hold would
+    belong to a task that ends with it (``asyncio.wait_for`` before Python 3.12, ``create_task``,
+    ``gather``), so no task could release it; nothing is sent."""
+    task = asyncio.current_task()
+    code = getattr(task.get_coro() if task is not None else None, "cr_code", None)
+    if code in _OWNED_CODES:
+        raise RuntimeError(
+            f"{type(lock).__name__}({lock.name!r}).acquire() runs as a task of its own "
+            "(asyncio.wait_for before Python 3.12, create_task, gather): the hold would belong to "
+            "that task, which ends with it, and no other task could release it. Await it in the "
+            "task that releases it, with acquire(timeout=...) or inside asyncio.timeout(...)."
+        )
 
 
 class Lock(_AsyncLock):

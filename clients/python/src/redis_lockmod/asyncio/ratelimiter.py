@@ -5,10 +5,10 @@ options (see `redis_lockmod.ratelimiter`)::
     await limiter.try_set_rate(RateType.OVERALL, 10, 1000)
     await limiter.acquire(timeout=5)
 
-A task cancelled while it waits leaves nothing behind: its parked request is answered at once
-with ``CLIENT UNBLOCK <id> TIMEOUT``, and permits granted before the unblock got there are given
-back with ``RATELIMITER.RELEASE``, by a background task (`redis_lockmod.asyncio.close` waits for
-it), as for the semaphores.
+A task cancelled while it waits leaves nothing behind, before the ``CancelledError`` reaches
+its caller: its parked request is answered at once with ``CLIENT UNBLOCK <id> TIMEOUT``, and
+permits granted before the unblock got there are given back with ``RATELIMITER.RELEASE``, as
+for the semaphores.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@
     await latch.wait(timeout=10)
 
 A task cancelled while it waits (``asyncio.timeout``, ``wait_for``, ``task.cancel()``) leaves
-nothing behind: its parked request is answered at once with ``CLIENT UNBLOCK <id> TIMEOUT``
-from another connection, and permits granted before the unblock got there are given back, by a
-background task (`redis_lockmod.asyncio.close` waits for it). Without the permission to run
-``CLIENT UNBLOCK`` the connection is closed instead, which takes the waiter out of the server's
-queue; a grant that raced it is then logged and cannot be given back.
+nothing behind, before the ``CancelledError`` reaches its caller: its parked request is answered
+at once with ``CLIENT UNBLOCK <id> TIMEOUT`` from another connection, and permits granted
+before the unblock got there are given back. Without the permission to run ``CLIENT UNBLOCK``
+the connection is closed instead, which takes the waiter out of the server's queue; a grant
+that raced it is then logged and cannot be given back.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional
+from typing import Any, AsyncIterator, Callable, List, Optional
 
 from .. import _sync
 from .._kinds import Args
-from .._protocol import ReplyLost
+from .._protocol import ReplyLost, TooLate
 from .._sync import Ids, LatchArgs, PermitArgs, SemaphoreArgs
 from ..errors import LockLostError, LockNotOwnedError, LockTimeoutError, NoSyncedReplicasError
+from ._cancel import Parked, finish, end_wait, start
 from ._driver import once, read
 from ._session import AsyncSession, session_for
 
@@ -74,25 +75,16 @@ class _AsyncObject(_sync.SyncBase):
 
     async def _wait(self, args: Args, sock: Optional[float], give_back: GiveBack) -> Any:
         """Sends a command that may park (``BLOCK``) once. If the calling task is cancelled
-        meanwhile, the request is ended in the server and whatever it was granted is given back
-        (`give_back`), in the background; the cancellation goes on at once. A grant that no
-        replica acknowledged is given back too, then `NoSyncedReplicasError` is raised."""
-        transport = self._session.transport
-        sent: Dict[str, Any] = {}
-        on_wire = asyncio.Event()
-
-        def on_sent(link: Any, address: Any) -> None:
-            sent["link"], sent["address"] = link, address
-            on_wire.set()
-
-        inner = asyncio.ensure_future(transport.call(self.name, (args,), sock, on_sent=on_sent, sync_ms=self.sync_ms))
+        meanwhile, the wait is ended in the server and whatever it was granted is given back
+        (`give_back`) before the cancellation goes on (`redis_lockmod.asyncio._cancel`). A grant
+        that no replica acknowledged is given back too, then `NoSyncedReplicasError` is raised."""
+        parked = Parked()
+        call = self._session.transport.call(self.name, (args,), sock, parked=parked, sync_ms=self.sync_ms)
+        request = start(call)
         try:
-            replies = await asyncio.shield(inner)
+            replies = await asyncio.shield(request)
         except asyncio.CancelledError:
-            link = sent.get("link")
-            if link is not None:
-                link.discard = True  # the unblock below must never reach a later user of it
-            self._background(self._settle_cancelled(inner, sent, on_wire, give_back))
+            await finish(self._cancelled(request, parked, give_back))
             raise
         except ReplyLost as lost:
             raise lost.cause
@@ -104,57 +96,26 @@ class _AsyncObject(_sync.SyncBase):
             raise
         return replies[0]
 
-    async def _settle_cancelled(self, inner: "asyncio.Future[Any]", sent: Dict[str, Any], on_wire: asyncio.Event, give_back: GiveBack) -> None:
-        transport = self._session.transport
+    async def _cancelled(self, request: "asyncio.Future[Any]", parked: Parked, give_back: GiveBack) -> None:
+        """A cancelled wait: ends it, lets its request read the reply, and gives back what it
+        was granted."""
+        await end_wait(self._session.transport, parked, request, self.command_timeout)
         try:
-            if not inner.done():
-                waiter = asyncio.ensure_future(on_wire.wait())
-                await asyncio.wait({inner, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-            if not inner.done():
-                link = sent["link"]
-                link.discard = True
-                unblocked: Optional[bool] = None
-                if give_back is not None and link.client_id is not None:
-                    try:
-                        unblocked = await transport.unblock(sent["address"], link.client_id, self.command_timeout)
-                    except Exception as e:  # no permission (NOPERM), or the node is gone
-                        log.warning("could not CLIENT UNBLOCK the cancelled wait on %s: %s", self.name, e)
-                if unblocked is None:
-                    inner.cancel()  # closes the connection: the server drops the waiter
-                elif unblocked:
-                    # Its reply (0, or a grant that came first) follows at once: the module
-                    # answers a grant racing the unblock with the grant, even on Redis 7.0 where
-                    # the server alone would drop it (issue 29). Bounded, for older modules.
-                    done, _ = await asyncio.wait({inner}, timeout=self.command_timeout)
-                    if not done:
-                        inner.cancel()
-                        log.warning(
-                            "the cancelled wait on %s got no reply after CLIENT UNBLOCK: a grant that raced it is lost",
-                            self.name,
-                        )
-                        return
-            try:
-                reply = (await inner)[0]
-            except asyncio.CancelledError:
-                if give_back is not None:
-                    log.warning("a cancelled wait on %s was closed; a grant that raced it cannot be given back", self.name)
-                return
-            except NoSyncedReplicasError as unsynced:
-                reply = unsynced.reply
-            except Exception as e:
-                log.warning("the cancelled wait on %s ended without a reply: %r", self.name, getattr(e, "cause", e))
-                return
-            undo = give_back(reply) if give_back is not None else None
-            if undo is not None:
-                await self._give_back(undo, "a cancelled acquire")
-        except Exception as e:
-            log.warning("could not settle the cancelled wait on %s: %s", self.name, e)
-
-    def _background(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._session.background.add(task)
-        task.add_done_callback(self._session.background.discard)
+            reply = request.result()[0]
+        except TooLate:
+            return  # never sent
+        except NoSyncedReplicasError as unsynced:
+            reply = unsynced.reply
+        except ReplyLost as lost:
+            if give_back is not None:
+                log.warning("a cancelled wait on %s was closed; a grant that raced it cannot be given back: %r", self.name, lost.cause)
+            return
+        except BaseException as e:
+            log.warning("the cancelled wait on %s ended without a reply: %r", self.name, e)
+            return
+        undo = give_back(reply) if give_back is not None else None
+        if undo is not None:
+            await self._give_back(undo, "a cancelled acquire")
 
 
 class Semaphore(_AsyncObject):
