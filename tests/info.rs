@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::thread;
 use std::time::Duration;
 
+use common::parked::wait_blocked;
 use common::*;
 
 fn lockmod_info(c: &mut redis::Connection) -> HashMap<String, i64> {
@@ -78,7 +79,8 @@ fn a_dropped_parked_client_is_counted_and_memory_returns() {
         let mut w = s.conn();
         let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w).expect("CLIENT ID");
         let t = thread::spawn(move || call(&mut w, &["LOCK.ACQUIRE", "a", "o2", "30000", "BLOCK", "0"]));
-        thread::sleep(Duration::from_millis(30));
+        // Parked before the kill, however slow the thread (a kill before it parks counts nothing).
+        wait_blocked(&mut c, 1);
         ok(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
         assert!(t.join().expect("thread").is_err());
         assert_eq!(lockmod_info(&mut c)["block_disconnects"], round + 1);
