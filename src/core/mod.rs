@@ -14,6 +14,7 @@
 pub mod access;
 pub mod config;
 pub mod countdown;
+pub mod era;
 pub mod error;
 pub mod fair;
 pub mod fencing;
@@ -36,6 +37,7 @@ pub mod reentrant;
 pub mod reply;
 pub mod rwlock;
 pub mod semaphore;
+pub mod slots;
 pub mod store;
 pub mod sync_info;
 pub mod sync_names;

@@ -14,7 +14,10 @@
 //!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim_find`). Scripts'
 //!   keys always; `ZADD`'s only once the server has shown it holds leases ([`leases_seen`]), so
 //!   a server that never uses an expirable semaphore pays one flag test per `ZADD`;
-//! - any other command's keys: only while [`watching`] (`crate::watch`).
+//! - any other command's keys: only while [`watching`] (`crate::watch`);
+//! - `INCR`/`INCRBY` of a fencing counter: only while [`fencing`] (`crate::fencing`: counters
+//!   move to a new era, or a script that names one runs), and a script's keys (`EVAL`,
+//!   `EVALSHA`, `FCALL`) naming a counter once an era is in force.
 //!
 //! A [`FilterCall`] reads and rewrites the call's arguments; [`Owned`] strings are what a
 //! rewrite hands Redis. The API calls used only here go through `opt!` (an `Option`): every one
@@ -23,7 +26,7 @@
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -59,18 +62,45 @@ pub struct FilterHooks {
     pub other: fn(FilterCall, &[u8]),
     /// A `ZADD` to `key`, or a script naming `key`, a name ending in `:timeout`.
     pub timeout_key: fn(&[u8]),
+    /// Any command (named `cmd`), while [`fencing`].
+    pub fencing: fn(FilterCall, &[u8]),
+    /// A script naming `key`, a fencing counter's name, once a fencing era is in force.
+    pub token_key: fn(&[u8]),
 }
 
 static HOOKS: AtomicPtr<FilterHooks> = AtomicPtr::new(null_mut());
 
-/// True while the filter looks at other commands' keys (`crate::watch` sets it). A plain
-/// static: every command in the server reads it.
-static WATCHING: AtomicBool = AtomicBool::new(false);
+/// What the filter looks at in every command, one bit per owner: [`WATCH`] while other
+/// commands' keys are looked at (`crate::watch` sets it), [`FENCE`] while `INCR`s of fencing
+/// counters are (`crate::fencing`). A plain static, read once before every command in the
+/// server: zero when neither looks, so the usual command pays one load and one test.
+static LOOK: AtomicU8 = AtomicU8::new(0);
+const WATCH: u8 = 1;
+const FENCE: u8 = 2;
 
 /// Whether other commands' keys are looked at.
 #[inline]
 pub fn watching() -> bool {
-    WATCHING.load(Relaxed)
+    LOOK.load(Relaxed) & WATCH != 0
+}
+
+/// Whether `INCR`s of fencing counters are looked at.
+#[inline]
+pub fn fencing() -> bool {
+    LOOK.load(Relaxed) & FENCE != 0
+}
+
+/// Turns the look at `INCR`s of fencing counters on or off.
+pub fn set_fencing(on: bool) {
+    set_bit(FENCE, on);
+}
+
+fn set_bit(bit: u8, on: bool) {
+    if on {
+        LOOK.fetch_or(bit, Relaxed);
+    } else {
+        LOOK.fetch_and(!bit, Relaxed);
+    }
 }
 
 /// Set once the server has shown it holds an expirable semaphore's leases (the module armed a
@@ -92,7 +122,7 @@ pub fn set_leases_seen() {
 /// Turns the look at other commands' keys on or off.
 #[inline]
 pub fn set_watching(on: bool) {
-    WATCHING.store(on, Relaxed);
+    set_bit(WATCH, on);
 }
 
 /// Registers the module's one command filter, calling `hooks`. False if Redis refused.
@@ -112,9 +142,10 @@ fn hooks() -> Option<&'static FilterHooks> {
 }
 
 /// The module's only command filter. Every name it acts on itself starts with `a` (`ACL`), `c`
-/// (`CONFIG`) or `e` (`EXEC`, `EVAL`, `EVALSHA`, `EVAL_RO`), or is `SCRIPT` (six letters from
-/// `s`); any other command (`SET`, `GET`, `HSET`, ...) costs one argument fetch and a byte
-/// test (two for a six-letter `s...`), and goes to the `other` hook only while [`watching`].
+/// (`CONFIG`), `e` (`EXEC`, `EVAL`, `EVALSHA`, `EVAL_RO`) or `f` (`FCALL`), or is `SCRIPT` (six
+/// letters from `s`); any other command (`SET`, `GET`, `HSET`, ...) costs one argument fetch
+/// and a byte test (two for a six-letter `s...`), and goes to the `other` hook only while
+/// [`watching`], to the `fencing` hook only while [`fencing`].
 extern "C" fn on_command(fctx: Fctx) {
     // SAFETY: `fctx` is live for this call; Redis answers NULL past the last argument (here,
     // for a command without arguments), and the argument strings are owned by the client.
@@ -125,7 +156,7 @@ extern "C" fn on_command(fctx: Fctx) {
     let name = str_bytes(cmd);
     let first = name.first().map(|b| b | 0x20);
     let special = match first {
-        Some(b'a' | b'c' | b'e') => true,
+        Some(b'a' | b'c' | b'e' | b'f') => true,
         Some(b's') => name.len() == 6,
         _ => false,
     };
@@ -136,11 +167,22 @@ extern "C" fn on_command(fctx: Fctx) {
     if first == Some(b'z') && leases_seen() && is_zadd(name) {
         on_zadd(fctx);
     }
-    if watching() {
-        // Its fast path cannot panic; it guards what follows a hit itself.
-        if let Some(h) = hooks() {
-            (h.other)(FilterCall::new(fctx), name);
-        }
+    let look = LOOK.load(Relaxed);
+    if look != 0 {
+        look_at(FilterCall::new(fctx), name, look);
+    }
+}
+
+/// A command while something looks at commands: to each hook whose bit is set in `look`.
+/// (Their fast paths cannot panic; each guards what follows a hit itself.)
+#[inline]
+fn look_at(call: FilterCall, name: &[u8], look: u8) {
+    let Some(h) = hooks() else { return };
+    if look & WATCH != 0 {
+        (h.other)(call, name);
+    }
+    if look & FENCE != 0 {
+        (h.fencing)(call, name);
     }
 }
 
@@ -180,19 +222,28 @@ fn timeout_key(key: &[u8]) {
     }
 }
 
-/// `EVAL`/`EVALSHA` (any setting): its keys (`numkeys` of them after it) that end with
-/// `:timeout`. A script's own cost dwarfs the look.
+/// `EVAL`/`EVALSHA`/`FCALL` (any setting): its keys (`numkeys` of them after it) that end
+/// with `:timeout`, and, once a fencing era is in force, those that name a token counter. A
+/// script's own cost dwarfs the look.
 fn script_keys(call: FilterCall) {
     let Some(n) = call.arg(2).and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else { return };
     let last = call.argc().min(n.saturating_add(3));
+    let fenced = crate::core::era::era() > 0;
     for key in (3..last).filter_map(|i| call.arg(i)) {
         timeout_key(key);
+        if fenced && crate::core::names::is_token(key) {
+            if let Some(h) = hooks() {
+                if catch_unwind(AssertUnwindSafe(|| (h.token_key)(key))).is_err() {
+                    log(c"warning", "lockmod: internal error in the command filter");
+                }
+            }
+        }
     }
 }
 
-/// A command whose name starts with `a`, `c` or `e`, or a six-letter one starting with `s`, out
-/// of line (the usual command pays no stack frame for it), a panic logged rather than unwound
-/// into Redis.
+/// A command whose name starts with `a`, `c`, `e` or `f`, or a six-letter one starting with
+/// `s`, out of line (the usual command pays no stack frame for it), a panic logged rather than
+/// unwound into Redis.
 #[inline(never)]
 fn on_some(fctx: Fctx, name: &[u8]) {
     if catch_unwind(AssertUnwindSafe(|| on_special(fctx, name))).is_err() {
@@ -200,12 +251,13 @@ fn on_some(fctx: Fctx, name: &[u8]) {
     }
 }
 
-/// A command whose name starts with `a`, `c` or `e`, or a six-letter one starting with `s`:
-/// dispatched by its length and name.
+/// A command whose name starts with `a`, `c`, `e` or `f`, or a six-letter one starting with
+/// `s`: dispatched by its length and name.
 fn on_special(fctx: Fctx, name: &[u8]) {
     let Some(h) = hooks() else { return };
     let call = FilterCall::new(fctx);
     let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    let look = LOOK.load(Relaxed);
     match name.len() {
         3 if is(b"acl") => (h.acl)(call, name),
         4 if is(b"exec") => (h.exec)(call, name),
@@ -222,14 +274,20 @@ fn on_special(fctx: Fctx, name: &[u8]) {
             if redisson_native() {
                 let form = if name.len() == 4 { Form::Eval } else { Form::EvalSha };
                 (h.eval)(call, form);
-            } else if watching() {
-                (h.other)(call, name);
+            } else if look != 0 {
+                look_at(call, name, look);
             }
         }
         7 if redisson_native() && is(b"eval_ro") => (h.eval)(call, Form::EvalRo),
+        5 if is(b"fcall") => {
+            script_keys(call);
+            if look != 0 {
+                look_at(call, name, look);
+            }
+        }
         _ => {
-            if watching() {
-                (h.other)(call, name);
+            if look != 0 {
+                look_at(call, name, look);
             }
         }
     }

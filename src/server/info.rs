@@ -53,6 +53,14 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     fields.push(("args_probed", ffi::args_probed() as i64));
     // Grants whose reply was lost, given back (issue 29), after every earlier field.
     fields.push(("grants_given_back", g(&stats::GIVEN_BACK)));
+    // Fencing eras (issue 35), after every earlier field.
+    let (moved, events) = crate::core::era::counts();
+    fields.extend([
+        ("fencing_era", crate::core::era::era()),
+        ("fencing_moving", i64::from(crate::core::era::moving())),
+        ("fencing_moved", moved as i64),
+        ("fencing_events", events as i64),
+    ]);
     fields
 }
 

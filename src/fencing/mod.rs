@@ -1,0 +1,97 @@
+//! Fencing tokens that never go back (issue 35): what the module does when grants may have
+//! been lost. The arithmetic and the node's era are `crate::core::era`; a grant's own move is
+//! `crate::core::fencing` on the store (`crate::effects`).
+//!
+//! - **An event** ([`on_event`]): this server became a writable primary with a keyspace that
+//!   may be behind grants made elsewhere or before: a replica promoted (`REPLICAOF NO ONE`,
+//!   `FAILOVER`, Sentinel, a cluster failover or takeover), a load at start-up or by `DEBUG
+//!   RELOAD`, a `MODULE LOAD` into a server with data. It starts an era one above every era
+//!   recorded in the keyspace and known here ([`records::largest`]), records it at once where
+//!   it can ([`records::record_now`]), and starts the walk.
+//! - **The walk** ([`walk`]) moves every counter below the era's floor up to it, a bounded
+//!   number of keys per 1 ms tick, so that no event stalls the server: about a second per
+//!   million keys, the server answering clients between ticks.
+//! - **Before the walk gets there**, every grant moves its own counter first: the module's
+//!   commands and Redisson's bodies run natively through `core::fencing`; Redisson's Lua (or any
+//!   `INCR`/`INCRBY` of a counter) through the command filter ([`touch`]), which looks at
+//!   commands only while the walk runs, and at a script's commands when a script names a
+//!   counter (so a name the lost history created starts above it too).
+//!
+//! Nothing is written on a replica or while loading: a demoted primary stops its walk
+//! ([`on_demoted`]) and takes its new primary's history as it comes.
+//!
+//! May import: effects, ffi, core. Imported by server.
+
+pub mod records;
+pub mod touch;
+pub mod walk;
+
+use crate::core::era;
+use crate::ffi::filter::set_fencing;
+use crate::ffi::{log, Ctx};
+
+/// Why an era starts, for the log.
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    Promoted,
+    Loaded,
+    ModuleLoaded,
+}
+
+/// This server may have lost grants and takes writes: a new era, recorded, and the walk.
+/// (A replica, or a server still loading, does nothing: its primary's history rules.)
+pub fn on_event(ctx: &Ctx, why: Event) {
+    if ctx.is_replica() || ctx.is_loading() {
+        return;
+    }
+    let recorded = records::largest(ctx);
+    let next = era::next(era::era(), recorded);
+    era::begin(next);
+    refresh_filter();
+    records::record_now(ctx);
+    log(
+        c"notice",
+        &format!("lockmod: fencing era {next} ({why:?}; largest recorded {recorded}): token counters move to {}", era::floor(next)),
+    );
+    walk::start(ctx);
+}
+
+/// This server became a replica: it moves nothing (its primary's history replaces its own).
+pub fn on_demoted(ctx: &Ctx) {
+    walk::stop(ctx);
+    era::stop_moving();
+    refresh_filter();
+}
+
+/// `FLUSHALL` or `FLUSHDB` may have taken the era's record: written again after the flush.
+pub fn on_flushed(ctx: &Ctx) {
+    era::forget_record();
+    if era::needs_record() {
+        ctx.create_plain_timer(0, records::record_now);
+    }
+}
+
+/// The module was loaded: nothing from an earlier load holds; into a server with data it is
+/// an event (the module missed the load, and its era).
+pub fn on_load(ctx: &Ctx) {
+    era::reset();
+    walk::reload();
+    touch::reload();
+    refresh_filter();
+    let prev = ctx.selected_db();
+    let mut db = 0;
+    let mut data = false;
+    while !data && ctx.select_db(db) {
+        data = ctx.db_size() > 0;
+        db += 1;
+    }
+    ctx.select_db(prev);
+    if data {
+        on_event(ctx, Event::ModuleLoaded);
+    }
+}
+
+/// The command filter looks at commands while counters move or a script names one.
+pub fn refresh_filter() {
+    set_fencing(era::moving() || touch::armed());
+}
