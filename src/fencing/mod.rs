@@ -6,8 +6,9 @@
 //!   may be behind grants made elsewhere or before: a replica promoted (`REPLICAOF NO ONE`,
 //!   `FAILOVER`, Sentinel, a cluster failover or takeover), a load at start-up or by `DEBUG
 //!   RELOAD`, a `MODULE LOAD` into a server with data. It starts an era one above every era
-//!   recorded in the keyspace and known here ([`records::largest`]), records it at once where
-//!   it can ([`records::record_now`]), and starts the walk.
+//!   recorded in the keyspace and known here ([`records::largest`]), records it at once if the
+//!   keyspace held a record (else the era's first fencing write records it, ahead of itself),
+//!   and starts the walk.
 //! - **The walk** ([`walk`]) moves every counter below the era's floor up to it, a bounded
 //!   number of keys per 1 ms tick, so that no event stalls the server: about a second per
 //!   million keys, the server answering clients between ticks.
@@ -48,7 +49,12 @@ pub fn on_event(ctx: &Ctx, why: Event) {
     let next = era::next(era::era(), recorded);
     era::begin(next);
     refresh_filter();
-    records::record_now(ctx);
+    // A history that recorded an era uses fencing: its new era is recorded now, ahead of
+    // anything. Elsewhere the first fencing write of the era records it, ahead of itself, so
+    // a server that never fenced anything is not written to.
+    if recorded > 0 {
+        records::record_now(ctx);
+    }
     log(
         c"notice",
         &format!("lockmod: fencing era {next} ({why:?}; largest recorded {recorded}): token counters move to {}", era::floor(next)),
@@ -63,12 +69,10 @@ pub fn on_demoted(ctx: &Ctx) {
     refresh_filter();
 }
 
-/// `FLUSHALL` or `FLUSHDB` may have taken the era's record: written again after the flush.
-pub fn on_flushed(ctx: &Ctx) {
+/// `FLUSHALL` or `FLUSHDB` may have taken the era's record: the next fencing write records it
+/// again, ahead of itself.
+pub fn on_flushed() {
     era::forget_record();
-    if era::needs_record() {
-        ctx.create_plain_timer(0, records::record_now);
-    }
 }
 
 /// The module was loaded: nothing from an earlier load holds; into a server with data it is

@@ -98,7 +98,8 @@ fn rewrite(call: FilterCall, key: &[u8], by: i64) {
     let top = held.iter().filter_map(|h| if let Held::Int(v) = h { Some(*v) } else { None }).max();
     let floor = era::floor_for(top);
     let Some(d) = era::incr_instead(&held, floor, by) else { return };
-    // The era is recorded at its event; if a flush took the record, a timer writes it again.
+    // The filter cannot record the era ahead of the rewritten write: a timer records it right
+    // after, if no fencing write did yet (see README, "Fencing": the bound).
     if era::needs_record() {
         ctx.create_plain_timer(0, super::records::record_now);
     }

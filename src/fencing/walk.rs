@@ -1,7 +1,8 @@
 //! The walk that moves every token counter below the era's floor up to it, after an event
 //! (`super::on_event`): [`BUDGET`] keys per tick of a 1 ms timer, database after database, so
 //! the server answers clients between ticks. Each counter found below the floor is written
-//! `SET counter floor` (the era recorded first), which replicas and the AOF take as they are.
+//! `SET counter floor` (the era recorded first, if not yet), which replicas and the AOF take as
+//! they are.
 //! Once every key was visited nothing is below the floor (a grant in between moved its own
 //! first), and the command filter stops looking at commands.
 //!
@@ -74,7 +75,6 @@ pub fn start(ctx: &Ctx) {
     with(|s| s.walk = Some(Walk { db: 0, scan: KeyScan::new() }));
     if nothing_below(ctx) {
         finish();
-        super::records::record_now(ctx);
         return;
     }
     arm(ctx, 0);
@@ -114,7 +114,6 @@ fn tick(ctx: &Ctx) {
         arm(ctx, PAUSED_MS);
         return;
     }
-    super::records::record_now(ctx);
     let previous = ctx.selected_db();
     let more = step(ctx);
     ctx.select_db(previous);

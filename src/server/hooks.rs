@@ -91,7 +91,7 @@ fn key_gone(ctx: &Ctx, event: &[u8], db: i32, key: &[u8]) {
 fn flushed(ctx: &Ctx) {
     watch::hold_index::clear();
     blocking::on_flush(ctx);
-    fencing::on_flushed(ctx);
+    fencing::on_flushed();
 }
 
 /// SWAPDB, loading or a role change: the keyspace the read-hold index mirrors was replaced.
