@@ -45,6 +45,11 @@ pub fn on_event(ctx: &Ctx, why: Event) {
     if ctx.is_replica() || ctx.is_loading() {
         return;
     }
+    // The event's own stall (the records looked up, the walk started), for the latency monitor.
+    crate::ffi::latency::timed(ctx.raw(), c"lockmod-fencing-event", || start_era(ctx, why));
+}
+
+fn start_era(ctx: &Ctx, why: Event) {
     let recorded = records::largest(ctx);
     let next = era::next(era::era(), recorded);
     era::begin(next);
