@@ -69,7 +69,8 @@ fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
     let module = crate::part8::module_path(b)?;
     let p = Server::start_with(&b.binary, Some(&module), "fencing-p", &[])?;
     populate(&mut p.conn()?, n)?;
-    let r = Server::start_with(&b.binary, Some(&module), "fencing-r", &["--replicaof", "127.0.0.1", &p.port.to_string()])?;
+    let r =
+        Server::start_with(&b.binary, Some(&module), "fencing-r", &["--replicaof", "127.0.0.1", &p.port.to_string()])?;
     wait_synced(&r, Duration::from_secs(600))?;
     let mut c = r.conn()?;
     call_s(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "1"])?;
@@ -103,8 +104,10 @@ fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
     if moved != n as i64 {
         return Err(format!("part 13: {moved} counters moved, not {n}"));
     }
-    let sample: String =
-        redis::cmd("GET").arg(format!("redisson_lock_token:{{n{}}}", n / 2)).query(&mut c).map_err(|e| e.to_string())?;
+    let sample: String = redis::cmd("GET")
+        .arg(format!("redisson_lock_token:{{n{}}}", n / 2))
+        .query(&mut c)
+        .map_err(|e| e.to_string())?;
     if sample != (1i64 << 32).to_string() {
         return Err(format!("part 13: a counter holds {sample} after the walk"));
     }
@@ -112,7 +115,8 @@ fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
     let step = latency_max(&mut c, "lockmod-fencing-move")?;
     // The eager alternative, on the same server: one script over every counter.
     let t = Instant::now();
-    let done: i64 = redis::cmd("EVAL").arg(EAGER).arg(0).arg((2i64 << 32).to_string()).query(&mut c).map_err(|e| e.to_string())?;
+    let done: i64 =
+        redis::cmd("EVAL").arg(EAGER).arg(0).arg((2i64 << 32).to_string()).query(&mut c).map_err(|e| e.to_string())?;
     let eager = t.elapsed();
     if done != n as i64 {
         return Err(format!("part 13: the eager script moved {done}"));

@@ -137,7 +137,10 @@ mod tests {
         assert_eq!(lock(&mut s, b"a"), Ok(grant(E2 + 2)), "moved once, then counted");
         // A name the lost history created starts at the floor too.
         let other = b"other";
-        assert_eq!(fenced(&mut s, other, |s| reentrant::acquire(s, other, b"x", 1_000)).map(|(_, r)| r), Ok(grant(E2 + 1)));
+        assert_eq!(
+            fenced(&mut s, other, |s| reentrant::acquire(s, other, b"x", 1_000)).map(|(_, r)| r),
+            Ok(grant(E2 + 1))
+        );
         // At the last token, an overflow error that changes nothing, moved or not.
         s.data.insert(COUNTER.to_vec(), (Value::Str(i64::MAX.to_string().into_bytes()), None));
         reentrant::force_unlock(&mut s, K).unwrap();

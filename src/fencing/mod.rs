@@ -23,12 +23,12 @@
 //!
 //! May import: effects, ffi, core. Imported by server.
 
+pub mod look;
 pub mod records;
 pub mod touch;
 pub mod walk;
 
 use crate::core::era;
-use crate::ffi::filter::set_fencing;
 use crate::ffi::{log, Ctx};
 
 /// Why an era starts, for the log.
@@ -53,7 +53,7 @@ fn start_era(ctx: &Ctx, why: Event) {
     let recorded = records::largest(ctx);
     let next = era::next(era::era(), recorded);
     era::begin(next);
-    refresh_filter();
+    look::refresh();
     // A history that recorded an era uses fencing: its new era is recorded now, ahead of
     // anything. Elsewhere the first fencing write of the era records it, ahead of itself, so
     // a server that never fenced anything is not written to.
@@ -62,7 +62,10 @@ fn start_era(ctx: &Ctx, why: Event) {
     }
     log(
         c"notice",
-        &format!("lockmod: fencing era {next} ({why:?}; largest recorded {recorded}): token counters move to {}", era::floor(next)),
+        &format!(
+            "lockmod: fencing era {next} ({why:?}; largest recorded {recorded}): token counters move to {}",
+            era::floor(next)
+        ),
     );
     walk::start(ctx);
 }
@@ -71,7 +74,7 @@ fn start_era(ctx: &Ctx, why: Event) {
 pub fn on_demoted(ctx: &Ctx) {
     walk::stop(ctx);
     era::stop_moving();
-    refresh_filter();
+    look::refresh();
 }
 
 /// `FLUSHALL` or `FLUSHDB` may have taken the era's record: the next fencing write records it
@@ -85,8 +88,7 @@ pub fn on_flushed() {
 pub fn on_load(ctx: &Ctx) {
     era::reset();
     walk::reload();
-    touch::reload();
-    refresh_filter();
+    look::disarm();
     let prev = ctx.selected_db();
     let mut db = 0;
     let mut data = false;
@@ -98,9 +100,4 @@ pub fn on_load(ctx: &Ctx) {
     if data {
         on_event(ctx, Event::ModuleLoaded);
     }
-}
-
-/// The command filter looks at commands while counters move or a script names one.
-pub fn refresh_filter() {
-    set_fencing(era::moving() || touch::armed());
 }

@@ -14,33 +14,20 @@
 //! the floor too. It stops at a 0 ms timer after the command.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use redis_module::raw;
 
+use super::look;
 use crate::core::era::{self, Held};
 use crate::core::{names, parse_i64, IntBuf};
 use crate::ffi::events::module_ctx;
 use crate::ffi::filter::{server_flags, FilterCall, Owned};
 use crate::ffi::{log, Ctx, KeyKind};
 
-/// A script named a counter: the filter looks at its commands until the timer.
-static ARMED: AtomicBool = AtomicBool::new(false);
-
 /// Where the filter leaves every call as it is: a replica's stream is its primary's.
 const NOT_HERE: u64 = (raw::REDISMODULE_CTX_FLAGS_SLAVE
     | raw::REDISMODULE_CTX_FLAGS_LOADING
     | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING) as u64;
-
-/// Whether a script's commands are looked at.
-pub fn armed() -> bool {
-    ARMED.load(Relaxed)
-}
-
-/// The module was loaded again.
-pub fn reload() {
-    ARMED.store(false, Relaxed);
-}
 
 /// A script about to run (or be queued) names `key`.
 pub fn script_key(key: &[u8]) {
@@ -57,21 +44,14 @@ pub fn on_exec() {
 }
 
 fn arm() {
-    if server_flags() & NOT_HERE != 0 || ARMED.swap(true, Relaxed) {
+    if server_flags() & NOT_HERE != 0 || look::armed() {
         return;
     }
-    match module_ctx() {
-        Some(ctx) => {
-            super::refresh_filter();
-            ctx.create_plain_timer(0, disarm);
-        }
-        None => ARMED.store(false, Relaxed),
+    // Without a context no timer could end the look: nothing is armed then.
+    if let Some(ctx) = module_ctx() {
+        look::arm();
+        ctx.create_plain_timer(0, |_| look::disarm());
     }
-}
-
-fn disarm(_ctx: &Ctx) {
-    ARMED.store(false, Relaxed);
-    super::refresh_filter();
 }
 
 /// A command, while the filter looks: an `INCR counter` or `INCRBY counter n` is rewritten if

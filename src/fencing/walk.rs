@@ -102,12 +102,13 @@ pub fn walking() -> bool {
 fn finish() {
     with(|s| s.walk = None);
     era::stop_moving();
-    super::refresh_filter();
+    super::look::refresh();
 }
 
 fn tick(ctx: &Ctx) {
+    // A replica moves nothing (a demotion stops the walk; this is the walk's own check).
     if ctx.is_replica() {
-        super::on_demoted(ctx);
+        finish();
         return;
     }
     if writes_paused() || ctx.is_loading() {

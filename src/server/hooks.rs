@@ -2,10 +2,10 @@
 //! reaction: the command filter's hooks and the keyspace and server events' hooks, handed to
 //! `ffi` at load. Only this floor sees every layer, so only here are they composed.
 
+use crate::fencing::{self, Event};
 use crate::ffi::events::{EventHooks, Swap};
 use crate::ffi::filter::{FilterCall, FilterHooks, Form};
 use crate::ffi::Ctx;
-use crate::fencing::{self, Event};
 use crate::{acl, blocking, core, effects, redisson, watch};
 
 /// The command filter's hooks.

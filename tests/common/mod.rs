@@ -8,9 +8,9 @@
 
 pub mod acl;
 pub mod answers;
-pub mod fenced;
 pub mod cluster;
 pub mod diff;
+pub mod fenced;
 pub mod gcra;
 pub mod names;
 pub mod parked;
