@@ -5,7 +5,9 @@
 //! module's part of it (the event: the era's records looked up, the walk started), the
 //! longest step of the walk and the longest PING wait while it ran, and how long the whole
 //! walk took. The last column is what moving every counter at once would stall the server
-//! for: one Lua script that `SET`s each of them, on the same server, in the same run.
+//! for: one Lua script that `SET`s each of them, on the same server, in the same run. Then a
+//! load: `DEBUG RELOAD` of the same server, the module's event and steps from the latency
+//! monitor.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,6 +21,37 @@ use crate::{progress, Bench};
 const EAGER: &str = "local n = 0 \
     for _, k in ipairs(redis.call('KEYS', 'redisson_lock_token:*')) do \
       redis.call('SET', k, ARGV[1]) n = n + 1 end return n";
+
+/// A client PINGing back to back in a thread: the longest wait is the longest stall it saw.
+struct Pinger {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Duration>,
+}
+
+impl Pinger {
+    fn start(s: &Server) -> Res<Pinger> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut c = s.conn()?;
+        let until = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut longest = Duration::ZERO;
+            while !until.load(Ordering::SeqCst) {
+                let t = Instant::now();
+                if redis::cmd("PING").query::<String>(&mut c).is_err() {
+                    break;
+                }
+                longest = longest.max(t.elapsed());
+            }
+            longest
+        });
+        Ok(Pinger { stop, thread })
+    }
+
+    fn stop(self) -> Res<Duration> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().map_err(|_| "the pinger panicked".to_string())
+    }
+}
 
 /// Counters written per pipeline.
 const BATCH: usize = 10_000;
@@ -64,8 +97,10 @@ fn wait_synced(r: &Server, deadline: Duration) -> Res<()> {
     }
 }
 
-/// One size: (promotion ms, event ms, longest step ms, longest PING ms, walk ms, eager ms).
-fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
+/// One size: (promotion ms, event ms, longest step ms, longest PING ms, walk ms, eager ms,
+/// then after `DEBUG RELOAD`: event ms, longest step ms, reload and walk ms; then the longest
+/// PING wait on the idle server for as long as the walk took).
+fn one(b: &Bench, n: usize) -> Res<[f64; 10]> {
     let module = crate::part8::module_path(b)?;
     let p = Server::start_with(&b.binary, Some(&module), "fencing-p", &[])?;
     populate(&mut p.conn()?, n)?;
@@ -75,21 +110,7 @@ fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
     let mut c = r.conn()?;
     call_s(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "1"])?;
     call_s(&mut c, &["LATENCY", "RESET"])?;
-    // A client PINGing back to back: the longest wait is the longest stall it saw.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut pc = r.conn()?;
-    let s = stop.clone();
-    let pinger = std::thread::spawn(move || {
-        let mut longest = Duration::ZERO;
-        while !s.load(Ordering::SeqCst) {
-            let t = Instant::now();
-            if redis::cmd("PING").query::<String>(&mut pc).is_err() {
-                break;
-            }
-            longest = longest.max(t.elapsed());
-        }
-        longest
-    });
+    let pinger = Pinger::start(&r)?;
     std::thread::sleep(Duration::from_millis(100));
     let started = Instant::now();
     call_s(&mut c, &["REPLICAOF", "NO", "ONE"])?;
@@ -98,8 +119,11 @@ fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let walk = started.elapsed();
-    stop.store(true, Ordering::SeqCst);
-    let ping = pinger.join().map_err(|_| "the pinger panicked")?;
+    let ping = pinger.stop()?;
+    // The same wait on the idle server, as long again: the machine's own noise.
+    let idle = Pinger::start(&r)?;
+    std::thread::sleep(walk);
+    let noise = idle.stop()?;
     let moved = field(&mut c, "lockmod_fencing_moved")?;
     if moved != n as i64 {
         return Err(format!("part 13: {moved} counters moved, not {n}"));
@@ -113,16 +137,38 @@ fn one(b: &Bench, n: usize) -> Res<[f64; 6]> {
     }
     let event = latency_max(&mut c, "lockmod-fencing-event")?;
     let step = latency_max(&mut c, "lockmod-fencing-move")?;
+    // A load (`DEBUG RELOAD`): Redis' own save and load stall the server whatever the module
+    // does; the module's part is its event and the walk's steps, as after a promotion.
+    call_s(&mut c, &["LATENCY", "RESET"])?;
+    let t = Instant::now();
+    call_s(&mut c, &["DEBUG", "RELOAD"])?;
+    while field(&mut c, "lockmod_fencing_moving")? != 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let reload_walk = t.elapsed();
+    let reload_event = latency_max(&mut c, "lockmod-fencing-event")?;
+    let reload_step = latency_max(&mut c, "lockmod-fencing-move")?;
     // The eager alternative, on the same server: one script over every counter.
     let t = Instant::now();
     let done: i64 =
-        redis::cmd("EVAL").arg(EAGER).arg(0).arg((2i64 << 32).to_string()).query(&mut c).map_err(|e| e.to_string())?;
+        redis::cmd("EVAL").arg(EAGER).arg(0).arg((3i64 << 32).to_string()).query(&mut c).map_err(|e| e.to_string())?;
     let eager = t.elapsed();
     if done != n as i64 {
         return Err(format!("part 13: the eager script moved {done}"));
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    Ok([ms(promotion), event as f64, step as f64, ms(ping), ms(walk), ms(eager)])
+    Ok([
+        ms(promotion),
+        event as f64,
+        step as f64,
+        ms(ping),
+        ms(walk),
+        ms(eager),
+        reload_event as f64,
+        reload_step as f64,
+        ms(reload_walk),
+        ms(noise),
+    ])
 }
 
 pub fn run(b: &mut Bench) -> Res<()> {
@@ -133,39 +179,48 @@ pub fn run(b: &mut Bench) -> Res<()> {
         "event (ms)",
         "longest walk step (ms)",
         "longest PING wait (ms)",
+        "idle as long: longest PING wait (ms)",
         "walk, all moved (ms)",
         "eager: one script moves all (ms)",
     ]);
+    let mut load =
+        Table::new(&["fencing counters", "event (ms)", "longest walk step (ms)", "DEBUG RELOAD and walk (ms)"]);
     let mut worst = 0.0f64;
     for &n in sizes {
-        progress!("part 13: {n} fencing counters, promotion");
+        progress!("part 13: {n} fencing counters, a promotion then a reload");
         let v = one(b, n)?;
-        worst = worst.max(v[1].max(v[2]).max(v[0]));
+        worst = [v[0], v[1], v[2], v[6], v[7]].into_iter().fold(worst, f64::max);
         t.row(vec![
             n.to_string(),
             format!("{:.1}", v[0]),
             format!("{:.0}", v[1]),
             format!("{:.0}", v[2]),
             format!("{:.1}", v[3]),
+            format!("{:.1}", v[9]),
             format!("{:.0}", v[4]),
             format!("{:.0}", v[5]),
         ]);
+        load.row(vec![n.to_string(), format!("{:.0}", v[6]), format!("{:.0}", v[7]), format!("{:.0}", v[8])]);
     }
     let largest = sizes.last().copied().unwrap_or(0);
     b.report.target(
-        &format!("promotion stall at {largest} fencing counters (issue 35)"),
+        &format!("promotion or load stall at {largest} fencing counters (issue 35)"),
         "at most 100 ms",
-        format!("{worst:.1} ms (the promotion, its event or a walk step, whichever is longest)"),
+        format!("{worst:.1} ms (a promotion, an event or a walk step, whichever is longest)"),
         Some(worst <= 100.0),
     );
     let text = "A promotion (or a load) starts a fencing era: every token counter moves to the era's \
         floor before any grant on its name. The promotion's own command includes the module's event \
         (the era's records looked up, the walk started); the walk then moves 1,000 keys per 1 ms tick, \
         the server answering clients between ticks (the longest PING wait is the longest stall a \
-        client saw), and a grant the walk has not reached yet moves its own counter first. `event` and \
+        client saw; beside it, the same on the idle server for as long: the shared machine's own \
+        noise), and a grant the walk has not reached yet moves its own counter first. `event` and \
         `longest walk step` are the latency monitor's samples (`lockmod-fencing-event`, \
         `lockmod-fencing-move`, threshold 1 ms: 0 means under 1 ms). The last column is the stall of \
-        the eager alternative: one Lua script that `SET`s every counter, on the same server.";
-    b.report.section("13. Fencing eras: the move after a promotion", text, vec![t], vec![]);
+        the eager alternative: one Lua script that `SET`s every counter, on the same server. The \
+        second table is a load (`DEBUG RELOAD` on the same server afterwards): Redis' own save and \
+        load stall the server for as long as they take, with or without the module; the module adds \
+        its event and the walk's steps.";
+    b.report.section("13. Fencing eras: the move after a promotion or a load", text, vec![t, load], vec![]);
     Ok(())
 }

@@ -10,7 +10,7 @@
 //!   keyspace held a record (else the era's first fencing write records it, ahead of itself),
 //!   and starts the walk.
 //! - **The walk** ([`walk`]) moves every counter below the era's floor up to it, a bounded
-//!   number of keys per 1 ms tick, so that no event stalls the server: about a second per
+//!   number of keys per 1 ms tick, so that no event stalls the server: about 3 s per
 //!   million keys, the server answering clients between ticks.
 //! - **Before the walk gets there**, every grant moves its own counter first: the module's
 //!   commands and Redisson's bodies run natively through `core::fencing`; Redisson's Lua (or any
