@@ -252,6 +252,50 @@ fn while_counters_move_a_plain_incr_is_lifted_to_the_floor_even_when_writes_are_
     assert_eq!(int(&ok(&mut c, &["INCR", "redisson_lock_token:{fresh}"])), 1);
 }
 
+#[test]
+fn after_the_walk_a_script_naming_a_counter_starts_at_the_floor_even_queued_in_a_multi() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["SET", "plain", "1"]);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!((fencing(&mut c, "era"), fencing(&mut c, "moving")), (1, 0), "era 1, nothing to move");
+    load_body(&mut c);
+    // Redisson's body as Lua, on a name with no counter anywhere: the era's first token.
+    assert_eq!(grant(&mut c, Path::LuaPlain, "a"), era(1) + 1);
+    // Queued in a MULTI and run by an EXEC in another round trip, after the look the queued
+    // script armed is over.
+    let body = |name: &str| {
+        let counter = names::token(name);
+        vec![
+            "EVALSHA".to_string(),
+            common::fenced::FENCED_SHA.into(),
+            "2".into(),
+            name.into(),
+            counter,
+            "60000".into(),
+            "a".into(),
+        ]
+    };
+    ok(&mut c, &["CONFIG", "SET", "lockmod.redisson-scripts", "off"]);
+    ok(&mut c, &["MULTI"]);
+    let queued = body("fz-multi");
+    assert_eq!(
+        ok(&mut c, &queued.iter().map(String::as_str).collect::<Vec<_>>()),
+        Value::SimpleString("QUEUED".into())
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let exec = ok(&mut c, &["EXEC"]);
+    assert_eq!(exec, Value::Array(vec![Value::Array(vec![Value::Int(-1), Value::Int(era(1) + 1)])]));
+    // A counter set below the floor by hand is lifted by the next script that counts on it.
+    ok(&mut c, &["SET", "redisson_lock_token:{fz-low}", "5"]);
+    let low = body("fz-low");
+    let got = ok(&mut c, &low.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(common::fenced::token_of(&got), era(1) + 1);
+    // A client's own INCR of a counter that does not exist, outside a script, is Redis' own.
+    assert_eq!(int(&ok(&mut c, &["INCR", "redisson_lock_token:{fz-plain}"])), 1);
+    assert_eq!(recorded_era(&mut c), Some(1));
+}
+
 trait RedisString {
     fn to_redis_string(&self) -> String;
 }

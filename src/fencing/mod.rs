@@ -77,6 +77,14 @@ pub fn on_demoted(ctx: &Ctx) {
     look::refresh();
 }
 
+/// `SWAPDB` under a walk: the database it walks was replaced, and a scan keeps no promise across
+/// that; the walk starts again.
+pub fn on_swapdb(ctx: &Ctx) {
+    if era::moving() {
+        walk::start(ctx);
+    }
+}
+
 /// `FLUSHALL` or `FLUSHDB` may have taken the era's record: the next fencing write records it
 /// again, ahead of itself.
 pub fn on_flushed() {

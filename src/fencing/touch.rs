@@ -9,11 +9,12 @@
 //! never lower.
 //!
 //! The filter looks at commands while the walk runs (`super::walk`), and otherwise only at a
-//! script's (`EVAL`, `EVALSHA`, `FCALL`, or an `EXEC` that may run one) when an era is in force
+//! script's (`EVAL`, `EVALSHA`, `FCALL`, or the next `EXEC`, which may run one) when an era is in force
 //! and the script names a counter: so a name the lost history created, absent here, starts at
 //! the floor too. It stops at a 0 ms timer after the command.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -29,16 +30,22 @@ const NOT_HERE: u64 = (raw::REDISMODULE_CTX_FLAGS_SLAVE
     | raw::REDISMODULE_CTX_FLAGS_LOADING
     | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING) as u64;
 
+/// A script naming a counter was filtered since the last `EXEC`: perhaps queued in a `MULTI`.
+static SCRIPT_SINCE_EXEC: AtomicBool = AtomicBool::new(false);
+
 /// A script about to run (or be queued) names `key`.
 pub fn script_key(key: &[u8]) {
     if era::era() > 0 && names::is_token(key) {
+        SCRIPT_SINCE_EXEC.store(true, Relaxed);
         arm();
     }
 }
 
-/// `EXEC`: the scripts it runs were filtered when queued, their commands are filtered now.
+/// `EXEC`: the scripts it runs were filtered when queued (and the look they armed is over),
+/// their commands are filtered now. Only after a script that names a counter: any other
+/// `EXEC` costs one flag test.
 pub fn on_exec() {
-    if era::era() > 0 {
+    if SCRIPT_SINCE_EXEC.swap(false, Relaxed) {
         arm();
     }
 }

@@ -104,6 +104,7 @@ fn swapped(ctx: &Ctx, swap: Swap) {
     // Locks with parked clients may be free in the database swapped in: serve them.
     if swap.swapdb {
         blocking::on_flush(ctx);
+        fencing::on_swapdb(ctx);
     }
     // No lock may be granted on a replica: release every parked client with an error.
     if swap.now_replica {
