@@ -45,6 +45,7 @@ test: build ## Unit tests, then integration, Python and Rust client and docs exa
 	done
 	$(MAKE) --no-print-directory test-node
 	$(MAKE) --no-print-directory test-monitoring SERVER=$(if $(filter all,$(SERVER)),redis,$(SERVER))
+	$(MAKE) --no-print-directory test-fenced-store SERVER=redis
 
 # Redis 7.2's way of answering parked clients (docs/design.md, "A grant and its reply"), run
 # on a later server, where the module takes it when LOCKMOD_TEST_ANSWER_ORDER=handover: CI has
@@ -164,6 +165,18 @@ test-python: build python-env ## Python client tests (pytest, pinned deps in .ve
 	echo "=== python client tests on $$s: $$bin"; \
 	cd clients/python && REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
 	  "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider tests
+
+# Issue 35's fenced store under a nemesis (tests/nemesis/): about a minute, so `make test` runs
+# it once, on Redis (SERVER=redis8|valkey runs it on another); FENCED_STORE_SECONDS changes
+# how long the nemesis runs.
+.PHONY: test-fenced-store
+test-fenced-store: build python-env ## A fenced store under kills, pauses and partitions with Sentinel failover (~1 min; SERVER=redis|redis8|valkey)
+	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
+	bin=$$(bash scripts/server-bin.sh $$s); \
+	if [ -z "$$bin" ]; then echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; fi; \
+	echo "=== fenced store under a nemesis on $$s: $$bin"; \
+	cd tests/nemesis && REDIS_SERVER="$$bin" LOCKMOD_MODULE="$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}" \
+	  "$(abspath $(VENV))/bin/python" -m pytest -q -s -p no:cacheprovider test_fenced_store.py
 
 # The pinned dependencies and the package from ./clients/python, in .venv.
 .PHONY: python-env

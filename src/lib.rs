@@ -10,6 +10,7 @@
 //! | 7     | `commands` | one file per kind: parse, call the core, reply                  |
 //! | 6     | `redisson` | Redisson's scripts run natively: table, rewrite, dispatch       |
 //! | 5     | `blocking` | parked clients, timeouts, disconnects, FIFO hand-off            |
+//! | 5     | `fencing`  | fencing eras: events, the walk that moves counters, the filter  |
 //! | 4     | `effects`  | the write chokepoint: write, propagate, publish, signal, count  |
 //! | 3     | `watch`    | what other clients' commands change: key tests, read-hold index |
 //! | 3     | `acl`      | who may touch what: the caller, ACL verdicts                    |
@@ -21,6 +22,7 @@ pub mod blocking;
 pub mod commands;
 pub mod core;
 pub mod effects;
+pub mod fencing;
 pub mod ffi;
 pub mod redisson;
 pub mod server;

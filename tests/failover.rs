@@ -19,6 +19,37 @@ const RW: &str = "{fo}:rw";
 const SHORT: &str = "{fo}:short";
 const FAIR: &str = "{fo}:fair";
 
+/// The key that records the fencing era in `key`'s slot (`lockmod:fencing:era:{<tag>}`): found
+/// among the shard's keys, as the one in that slot.
+fn era_key(key: &str) -> String {
+    format!("lockmod:fencing:era:{{{}}}", slot_tag(crc16_slot(key)))
+}
+
+/// Redis Cluster's slot of `key` (hash tags included), computed as the server does.
+fn crc16_slot(key: &str) -> u16 {
+    let b = key.as_bytes();
+    let hashed = match b.iter().position(|&c| c == b'{') {
+        Some(o) => match b[o + 1..].iter().position(|&c| c == b'}') {
+            Some(cl) if cl > 0 => &b[o + 1..o + 1 + cl],
+            _ => b,
+        },
+        None => b,
+    };
+    let mut crc: u16 = 0;
+    for &x in hashed {
+        crc ^= u16::from(x) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc % 16384
+}
+
+/// The smallest decimal number whose hash tag lands in `slot` (the module's choice of tag).
+fn slot_tag(slot: u16) -> u32 {
+    (0..).find(|n: &u32| crc16_slot(&n.to_string()) == slot).expect("a tag")
+}
+
 /// Every key of the shard with its value (hash or string) and PEXPIRETIME.
 fn snapshot(c: &mut redis::Connection) -> BTreeMap<String, (String, i64)> {
     keys(c)
@@ -69,12 +100,19 @@ fn seed(cluster: &Cluster) -> (Node, Node, BTreeMap<String, (String, i64)>) {
 }
 
 /// The new primary holds the same keys and values with the same absolute expiries, and the short
-/// lease still ends at its original time.
+/// lease still ends at its original time. Its fencing counter moved to the first token of era 1
+/// (issue 35: grants may have been lost with the old primary), the era recorded in its slot.
 fn assert_survived(cluster: &Cluster, new_primary: u16, before: &BTreeMap<String, (String, i64)>) {
     let mut c = cluster.conn(new_primary);
-    let after = snapshot(&mut c);
+    common::fenced::wait_moved(&mut c);
+    let mut after = snapshot(&mut c);
+    let counter = names::token(FENCED);
+    assert_eq!(after.remove(&era_key(&counter)), Some((1.to_string(), -1)), "the era, recorded in the counter's slot");
+    assert_eq!(after[&counter].0, common::fenced::era(1).to_string(), "the counter moved to era 1");
+    let mut before = before.clone();
+    before.get_mut(&counter).expect("counter").0 = after[&counter].0.clone();
     assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
-    for (k, (v, at)) in before {
+    for (k, (v, at)) in &before {
         let (v2, at2) = &after[k];
         assert_eq!(v2, v, "{k}");
         // Absolute times are replicated as they are: a few ms of tolerance for rounding only.
@@ -87,7 +125,7 @@ fn assert_survived(cluster: &Cluster, new_primary: u16, before: &BTreeMap<String
     let refused = int(&ok(&mut c, &["LOCK.ACQUIRE", LOCK, "w9:1", "60000"]));
     assert!(refused > 0, "the holder still holds it: {refused}");
     let token = ok(&mut c, &["LOCK.ACQUIRE", FENCED, "w2:1", "45000", "TOKEN"]);
-    assert_eq!(token, Value::Array(vec![Value::Int(-1), Value::Int(3)]), "the counter continues");
+    assert_eq!(token, Value::Array(vec![Value::Int(-1), Value::Int(common::fenced::era(1) + 1)]), "the next era");
     // The short lease ends when it would have on the old primary, not a lease later.
     let end = before[SHORT].1;
     let now_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64);
@@ -121,6 +159,47 @@ fn locks_survive_when_a_killed_primary_is_replaced_by_its_replica() {
     ok(&mut cluster.conn(replica.port), &["CLUSTER", "FAILOVER", "TAKEOVER"]);
     cluster.wait_primary(replica.port, Duration::from_secs(15));
     assert_survived(&cluster, replica.port, &before);
+}
+
+/// Issue 35 in a cluster: grants the replica never received (its link killed while it was
+/// stopped, so nothing more reaches it), the primary killed, the replica takes over: its next
+/// token on the name, and on a name the lost history created, is above every lost one.
+#[test]
+fn after_a_takeover_past_lost_grants_the_next_token_is_above_every_lost_one() {
+    let cluster = Cluster::start();
+    let (primary, replica, before) = seed(&cluster);
+    let counter = names::token(FENCED);
+    assert_eq!(before[&counter].0, "2");
+    let mut c = cluster.conn(primary.port);
+    let signal = |sig: &str, port: u16| {
+        let pid = cluster.pid(port).to_string();
+        assert!(std::process::Command::new("kill").args([sig, &pid]).status().expect("kill").success());
+    };
+    signal("-STOP", replica.port);
+    ok(&mut c, &["CLIENT", "KILL", "TYPE", "replica"]);
+    let mut lost = Vec::new();
+    for _ in 0..5 {
+        lost.push(common::fenced::token_of(&ok(&mut c, &["LOCK.ACQUIRE", FENCED, "w2:1", "45000", "TOKEN"])));
+    }
+    for _ in 0..3 {
+        lost.push(common::fenced::token_of(&ok(&mut c, &["LOCK.ACQUIRE", "{fo}:fresh", "w4:1", "45000", "TOKEN"])));
+    }
+    assert_eq!(lost, [3, 4, 5, 6, 7, 1, 2, 3]);
+    signal("-9", primary.port);
+    signal("-CONT", replica.port);
+    let mut r = cluster.conn(replica.port);
+    ok(&mut r, &["READONLY"]);
+    let held: String = redis::cmd("GET").arg(&counter).query(&mut r).expect("GET");
+    assert_eq!(held, "2", "the replica never received the lost grants");
+    ok(&mut r, &["CLUSTER", "FAILOVER", "TAKEOVER"]);
+    cluster.wait_primary(replica.port, Duration::from_secs(15));
+    let mut c = cluster.conn(replica.port);
+    let first = common::fenced::era(1) + 1;
+    assert_eq!(common::fenced::token_of(&ok(&mut c, &["LOCK.ACQUIRE", FENCED, "w2:1", "45000", "TOKEN"])), first);
+    let fresh = ok(&mut c, &["LOCK.ACQUIRE", "{fo}:fresh", "w5:1", "45000", "TOKEN"]);
+    assert_eq!(common::fenced::token_of(&fresh), first, "a name the new primary never saw starts in the era");
+    let recorded: String = redis::cmd("GET").arg(era_key(&counter)).query(&mut c).expect("GET");
+    assert_eq!(recorded, "1");
 }
 
 #[test]

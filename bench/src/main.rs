@@ -25,6 +25,7 @@ mod part11;
 mod part11_cell;
 mod part12;
 mod part12_latency;
+mod part13;
 mod part2;
 mod part3;
 mod part4;
@@ -133,8 +134,8 @@ fn run() -> Res<()> {
 
     let started = std::time::Instant::now();
     // (number, part): numbers are the report's section numbers (10 is the rate limiter's, 11
-    // GCRA's, 12 the Rust client's).
-    let parts: [(u32, Part); 12] = [
+    // GCRA's, 12 the Rust client's, 13 fencing eras').
+    let parts: [(u32, Part); 13] = [
         (1, part1::run),
         (2, part2::run),
         (3, part3::run),
@@ -147,6 +148,7 @@ fn run() -> Res<()> {
         (10, part10::run),
         (11, part11::run),
         (12, part12::run),
+        (13, part13::run),
     ];
     for (n, part) in parts {
         if only.as_ref().is_none_or(|o| o.contains(&n)) {

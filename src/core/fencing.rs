@@ -7,6 +7,10 @@
 //! one per lock name whatever the kind, and never expires, so tokens only grow across holders,
 //! unlocks and restarts: a resource that remembers the largest token it has seen can refuse a
 //! writer whose lease ran out while it was paused.
+//!
+//! After a failover or a restart, where grants may have been lost, a counter below the floor
+//! of the fencing era in force (`super::era`), or absent, moves up to it before the grant
+//! counts: the token is then above anything the lost history handed out.
 
 use super::reply::Acquired;
 use super::{parse_i64, LockError, Reply, Result, Store};
@@ -22,15 +26,23 @@ pub fn fenced<S: Store>(
 ) -> Result<(Acquired, Reply)> {
     super::permit(s, || crate::core::access::fenced(key))?;
     let counter = names::token(key);
-    if let Some(v) = s.get(&counter)? {
-        let v = parse_i64(&v).ok_or(LockError::NotInteger)?;
-        // At `i64::MAX` a grant is `INCR`'s overflow error, never a token handed out twice.
-        super::incremented(v, 1)?;
-    }
+    let held = match s.get(&counter)? {
+        Some(v) => Some(parse_i64(&v).ok_or(LockError::NotInteger)?),
+        None => None,
+    };
+    let floor = s.token_floor(held);
+    let raise = floor > 0 && held.is_none_or(|v| v < floor);
+    // At `i64::MAX` a grant is `INCR`'s overflow error, never a token handed out twice.
+    super::incremented(if raise { floor } else { held.unwrap_or(0) }, 1)?;
     let outcome = acquire(s)?;
     let reply = match outcome {
         Acquired::Refused(n) => Reply::Array(vec![Reply::Int(n), Reply::Int(-1)]),
-        Acquired::New | Acquired::Reentered => Reply::Array(vec![Reply::Int(-1), Reply::Int(s.incr(&counter)?)]),
+        Acquired::New | Acquired::Reentered => {
+            if raise {
+                s.raise_token(&counter, floor);
+            }
+            Reply::Array(vec![Reply::Int(-1), Reply::Int(s.incr(&counter)?)])
+        }
     };
     Ok((outcome, reply))
 }
@@ -110,6 +122,30 @@ mod tests {
         assert_eq!(lock(&mut s, b"a"), Ok(grant(1)));
         reentrant::force_unlock(&mut s, K).unwrap();
         assert_eq!(write(&mut s, b"w"), Ok(grant(2)));
+    }
+
+    #[test]
+    fn after_an_event_a_grant_moves_the_counter_to_the_eras_floor_first() {
+        const E2: i64 = 2 << 32;
+        let mut s = MemoryStore::at(1_000_000);
+        assert_eq!(lock(&mut s, b"a"), Ok(grant(1)));
+        s.token_floor = E2;
+        // Refusals move nothing.
+        assert_eq!(write(&mut s, b"w"), Ok(refused(1_000)));
+        assert_eq!(s.get(COUNTER), Ok(Some(b"1".to_vec())));
+        assert_eq!(lock(&mut s, b"a"), Ok(grant(E2 + 1)), "reentry: the first grant of the era");
+        assert_eq!(lock(&mut s, b"a"), Ok(grant(E2 + 2)), "moved once, then counted");
+        // A name the lost history created starts at the floor too.
+        let other = b"other";
+        assert_eq!(
+            fenced(&mut s, other, |s| reentrant::acquire(s, other, b"x", 1_000)).map(|(_, r)| r),
+            Ok(grant(E2 + 1))
+        );
+        // At the last token, an overflow error that changes nothing, moved or not.
+        s.data.insert(COUNTER.to_vec(), (Value::Str(i64::MAX.to_string().into_bytes()), None));
+        reentrant::force_unlock(&mut s, K).unwrap();
+        assert_eq!(lock(&mut s, b"b"), Err(LockError::Overflow));
+        assert!(!s.exists(K));
     }
 
     #[test]

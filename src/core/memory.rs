@@ -35,6 +35,8 @@ pub struct MemoryStore {
     pub oom: bool,
     /// The rate limiter's remembered totals: zset key -> (total, the zset as it was then).
     pub rate_totals: HashMap<Vec<u8>, (u64, Zset)>,
+    /// What `token_floor` answers (a fencing era's floor).
+    pub token_floor: i64,
 }
 
 impl MemoryStore {
@@ -281,6 +283,14 @@ impl Store for MemoryStore {
         let entry = self.data.entry(key.to_vec()).or_insert((Value::Str(b"0".to_vec()), None));
         entry.0 = Value::Str(n.to_string().into_bytes());
         Ok(n)
+    }
+
+    fn token_floor(&mut self, _v: Option<i64>) -> i64 {
+        self.token_floor
+    }
+
+    fn raise_token(&mut self, key: &[u8], floor: i64) {
+        self.data.insert(key.to_vec(), (Value::Str(floor.to_string().into_bytes()), None));
     }
 
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {

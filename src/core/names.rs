@@ -139,6 +139,29 @@ pub fn token(key: &[u8]) -> Vec<u8> {
     prefix("redisson_lock_token", key)
 }
 
+/// What every token counter's name starts with (any lock name, any kind).
+pub const TOKEN_PREFIX: &[u8] = b"redisson_lock_token:";
+
+/// Whether `key` is named as a token counter is.
+#[inline]
+pub fn is_token(key: &[u8]) -> bool {
+    key.len() > TOKEN_PREFIX.len() && key.starts_with(TOKEN_PREFIX)
+}
+
+/// What the era key's name starts with (see `super::era`).
+pub const ERA_KEY: &[u8] = b"lockmod:fencing:era";
+
+/// The key that records the fencing era in force (`super::era`): `lockmod:fencing:era`, or in a
+/// cluster `lockmod:fencing:era:{<tag>}` with the tag of `slot` (`super::slots::tag`), so that
+/// the record lives in the slot of the counter whose write needs it.
+pub fn era_key(slot: Option<u16>) -> Vec<u8> {
+    let mut k = ERA_KEY.to_vec();
+    if let Some(slot) = slot {
+        k.extend_from_slice(format!(":{{{}}}", super::slots::tag(slot)).as_bytes());
+    }
+    k
+}
+
 /// The unlock latch of one unlock request, which makes a retried unlock idempotent.
 pub fn unlock_latch(key: &[u8], request_id: &[u8]) -> Vec<u8> {
     let mut k = prefix("redisson_unlock_latch", key);

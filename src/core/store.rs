@@ -101,6 +101,16 @@ pub trait Store {
     /// (writing nothing) at `i64::MAX`, as `INCR` does.
     fn incr(&mut self, key: &[u8]) -> Result<i64>;
 
+    // -- fencing (see `super::era`) ----------------------------------------------------------------
+    /// The least a token counter holding `v` (`None`: absent) must hold before a grant: the
+    /// floor of the fencing era in force, 0 before any (tokens are then plain counts).
+    fn token_floor(&mut self, _v: Option<i64>) -> i64 {
+        0
+    }
+    /// `SET key floor` of a token counter below `floor` (or absent), recording the era first
+    /// where this history has no record of it yet.
+    fn raise_token(&mut self, key: &[u8], floor: i64);
+
     // -- list (the fair lock's queue) ------------------------------------------------------------
     /// `LLEN`; `WrongType` if the key is not a list.
     fn list_len(&mut self, key: &[u8]) -> Result<usize>;

@@ -254,6 +254,14 @@ impl Store for RedisStore<'_> {
         Ok(next)
     }
 
+    fn token_floor(&mut self, v: Option<i64>) -> i64 {
+        crate::core::era::floor_for(v)
+    }
+
+    fn raise_token(&mut self, key: &[u8], floor: i64) {
+        self.raise_token_(key, floor)
+    }
+
     fn list_len(&mut self, key: &[u8]) -> Result<usize> {
         self.list_len_(key)
     }

@@ -72,6 +72,7 @@ pub mod command;
 pub mod config;
 pub mod events;
 pub mod filter;
+pub mod filter_call;
 pub mod handover;
 pub mod info;
 pub mod latency;

@@ -2,6 +2,7 @@
 //! reaction: the command filter's hooks and the keyspace and server events' hooks, handed to
 //! `ffi` at load. Only this floor sees every layer, so only here are they composed.
 
+use crate::fencing::{self, Event};
 use crate::ffi::events::{EventHooks, Swap};
 use crate::ffi::filter::{FilterCall, FilterHooks, Form};
 use crate::ffi::Ctx;
@@ -16,6 +17,8 @@ pub static FILTER: FilterHooks = FilterHooks {
     eval: on_eval,
     other: on_other,
     timeout_key,
+    fencing: fencing::touch::on_command,
+    token_key: fencing::touch::script_key,
 };
 
 /// The keyspace and server events' hooks.
@@ -42,6 +45,7 @@ fn on_exec(call: FilterCall, name: &[u8]) {
     if core::config::redisson_native() {
         redisson::cache::on_exec(|| call.client());
     }
+    fencing::touch::on_exec();
 }
 
 fn on_eval(call: FilterCall, form: Form) {
@@ -87,6 +91,7 @@ fn key_gone(ctx: &Ctx, event: &[u8], db: i32, key: &[u8]) {
 fn flushed(ctx: &Ctx) {
     watch::hold_index::clear();
     blocking::on_flush(ctx);
+    fencing::on_flushed();
 }
 
 /// SWAPDB, loading or a role change: the keyspace the read-hold index mirrors was replaced.
@@ -99,9 +104,18 @@ fn swapped(ctx: &Ctx, swap: Swap) {
     // Locks with parked clients may be free in the database swapped in: serve them.
     if swap.swapdb {
         blocking::on_flush(ctx);
+        fencing::on_swapdb(ctx);
     }
     // No lock may be granted on a replica: release every parked client with an error.
     if swap.now_replica {
         blocking::on_demoted(ctx);
+        fencing::on_demoted(ctx);
+    }
+    // Grants may have been lost with the history before (a failover, a restart): token
+    // counters move to a new era. (A replica's load, a full sync, is its primary's history.)
+    if swap.now_primary {
+        fencing::on_event(ctx, Event::Promoted);
+    } else if swap.loaded {
+        fencing::on_event(ctx, Event::Loaded);
     }
 }

@@ -58,6 +58,14 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     // (`LOCK.CONTENDED` lists them).
     fields.push(("held_locks", stats::held_now(ffi::Ctx::now_ms()) as i64));
     fields.push(("contended_names", blocking::contended_names() as i64));
+    // Fencing eras (issue 35), after every earlier field.
+    let (moved, events) = crate::core::era::counts();
+    fields.extend([
+        ("fencing_era", crate::core::era::era()),
+        ("fencing_moving", i64::from(crate::core::era::moving())),
+        ("fencing_moved", moved as i64),
+        ("fencing_events", events as i64),
+    ]);
     fields
 }
 

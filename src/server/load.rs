@@ -214,6 +214,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Leases already in the keyspace (a `MODULE LOAD` into a server with data; at start-up the
     // walk runs after loading, when the event loop does).
     crate::blocking::reclaim_find::scan_all(&ffi::Ctx(ctx.ctx));
+    // Fencing counters of a server with data move to a new era: the module saw none of the
+    // loads or failovers before it (at start-up the keyspace is still empty here).
+    crate::fencing::on_load(&ffi::Ctx(ctx.ctx));
     ctx.log_notice(&super::config::loaded_line());
     Status::Ok
 }

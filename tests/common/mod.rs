@@ -11,9 +11,11 @@ pub mod answers;
 pub mod cluster;
 pub mod contended;
 pub mod diff;
+pub mod fenced;
 pub mod gcra;
 pub mod names;
 pub mod parked;
+pub mod proxy;
 pub mod rate_calls;
 pub mod rate_pair;
 pub mod rate_states;
@@ -144,9 +146,11 @@ impl Server {
 
     /// Stops the server (`SHUTDOWN NOSAVE`: the AOF, if on, is flushed and synced) and starts
     /// it again on the same port and directory, with the same arguments: it loads what it
-    /// persisted (`SAVE` first for the RDB).
+    /// persisted (`SAVE` first for the RDB). A server killed before (a crash) is just started.
     pub fn restart(&mut self) {
-        let _ = call(&mut self.conn(), &["SHUTDOWN", "NOSAVE"]);
+        if let Ok(mut c) = self.try_conn() {
+            let _ = call(&mut c, &["SHUTDOWN", "NOSAVE"]);
+        }
         let _ = self.child.wait();
         let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
         let dir = self.dir.clone();
