@@ -158,20 +158,7 @@ fn every_race(kind: Kind, name: &str) {
     wait_replica_for_all(&mut c);
     let before = diff::dump(&mut c);
     assert_eq!(before, diff::dump(&mut r.conn()), "the replica differs");
-    ok(&mut c, &["DEBUG", "RELOAD"]);
-    // A reload starts a fencing era (issue 35): token counters move to its floor, recorded.
-    common::fenced::wait_moved(&mut c);
-    let after = diff::dump(&mut c);
-    let fenced = |e: &diff::Entry| e.0.starts_with("redisson_lock_token:") || e.0.starts_with("lockmod:fencing:era");
-    let moved: Vec<&diff::Entry> = after.iter().filter(|e| fenced(e)).collect();
-    let floor = format!("string:Ok(Some(\"{}\"))", common::fenced::era(1));
-    for e in &moved {
-        let want = if e.0.starts_with("lockmod:") { "string:Ok(Some(\"1\"))" } else { floor.as_str() };
-        assert_eq!(e.1, want, "{}", e.0);
-    }
-    assert_eq!(moved.is_empty(), !before.iter().any(fenced), "counters and the record, or neither");
-    let rest = |d: Vec<diff::Entry>| d.into_iter().filter(|e| !fenced(e)).collect::<Vec<_>>();
-    assert_eq!(rest(after), rest(before), "DEBUG RELOAD changed the keyspace");
+    common::fenced::reload_changes_only_the_era(&mut c, &before);
 }
 
 fn lock_state(c: &mut redis::Connection, key: &str) -> String {

@@ -103,3 +103,23 @@ pub fn wait_moved(c: &mut redis::Connection) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// `DEBUG RELOAD` on `c`'s server, whose keyspace dumped `before` it, then checks that the
+/// reload changed nothing but what a load must change: it starts fencing era 1 (issue 35), so
+/// every token counter moves to the era's floor and the era is recorded; a keyspace with no
+/// counter gets neither.
+pub fn reload_changes_only_the_era(c: &mut redis::Connection, before: &[super::diff::Entry]) {
+    ok(c, &["DEBUG", "RELOAD"]);
+    wait_moved(c);
+    let after = super::diff::dump(c);
+    let fenced =
+        |e: &super::diff::Entry| e.0.starts_with("redisson_lock_token:") || e.0.starts_with("lockmod:fencing:era");
+    let floor = format!("string:Ok(Some(\"{}\"))", era(1));
+    for e in after.iter().filter(|e| fenced(e)) {
+        let want = if e.0.starts_with("lockmod:") { "string:Ok(Some(\"1\"))" } else { floor.as_str() };
+        assert_eq!(e.1, want, "{}", e.0);
+    }
+    assert_eq!(after.iter().any(fenced), before.iter().any(fenced), "counters and the record, or neither");
+    let rest = |d: &[super::diff::Entry]| d.iter().filter(|e| !fenced(e)).cloned().collect::<Vec<_>>();
+    assert_eq!(rest(&after), rest(before), "DEBUG RELOAD changed the keyspace");
+}
