@@ -6,12 +6,11 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis_lockmod_client::{LockClient, RateType};
-use support::{root, Server};
+use support::{node_lib, python, Server};
 
 const PYTHON: &str = r#"
 import os, sys, time, redis
@@ -86,18 +85,6 @@ const { LockClient } = require(lib);
   await locks.quit({ client: true });
 })().catch((e) => { console.error(e); process.exit(1); });
 "#;
-
-fn python() -> PathBuf {
-    let p = root().join(".venv").join("bin").join("python");
-    assert!(p.is_file(), "no {} (make python-env)", p.display());
-    p
-}
-
-fn node_lib() -> PathBuf {
-    let lib = root().join("clients").join("node");
-    assert!(lib.join("node_modules").join("ioredis").is_dir(), "clients/node has no node_modules (npm ci there)");
-    lib.canonicalize().expect("clients/node")
-}
 
 fn spawn_python(s: &Server, mode: &str, me: &str, n: usize) -> Child {
     Command::new(python())

@@ -63,6 +63,20 @@ pub fn server_binary() -> String {
     .clone()
 }
 
+/// The repository's Python (`.venv`, `make python-env`), with clients/python installed.
+pub fn python() -> PathBuf {
+    let p = root().join(".venv").join("bin").join("python");
+    assert!(p.is_file(), "no {} (make python-env)", p.display());
+    p
+}
+
+/// clients/node, with its packages (`npm ci` there).
+pub fn node_lib() -> PathBuf {
+    let lib = root().join("clients").join("node");
+    assert!(lib.join("node_modules").join("ioredis").is_dir(), "clients/node has no node_modules (npm ci there)");
+    lib.canonicalize().expect("clients/node")
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
