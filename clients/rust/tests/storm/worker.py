@@ -62,10 +62,10 @@ class SettleCounter(logging.Handler):
     """Counts what the library logs: `settles` (lost replies, from the nemesis' kills, settled
     by asking), `settled_granted` (of those, granted after all), `cancel_settles` (a cancelled
     wait settled by asking), `cancel_give_backs` (a cancelled wait's grant given back). Any
-    other warning is an error, but one: a cancelled asyncio wait that the nemesis struck at the
-    same moment says it "ended without an outcome" when its outcome is known, an ``UNBLOCKED``
-    error (the module gave the grant back) or a lost reply the library settled as not granted
-    (`cancel_lost`)."""
+    other warning is an error, but one: a cancelled asyncio wait that the nemesis killed at the
+    same moment says it "ended without an outcome" when the library settled the lost reply as
+    not granted (`cancel_lost`, as a cancelled wait the nemesis unblocked with ``ERROR``, which
+    the library logs as not granted)."""
 
     def __init__(self, level):
         super().__init__(level)
@@ -84,6 +84,9 @@ class SettleCounter(logging.Handler):
                 count("cancel_settles")
         elif "gave back the grant of a cancelled acquire" in msg:
             count("cancel_give_backs")
+        elif "cancelled acquire" in msg and "was not granted" in msg:
+            count("cancel_lost")  # an UNBLOCKED error met the cancellation: not granted
+            return
         elif "ended without an outcome" in msg and self.not_granted(*record.args[1:]):
             count("cancel_lost")
             return

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from .. import _kinds, _protocol
 from .._base import Attempt, LockBase
+from .._connections import not_run
 from .._owner import task_id
 from .._protocol import TooLate
 from ..errors import LockLostError, LockTimeoutError, NoSyncedReplicasError
@@ -80,6 +81,11 @@ class _AsyncLock(LockBase):
         except TooLate:
             return  # the wait was never sent
         except BaseException as e:
+            if not_run(e):
+                # `UNBLOCKED` from another client's `CLIENT UNBLOCK ... ERROR` (or a failover):
+                # the server ran nothing, and gave back any grant before that error was sent.
+                log.info("the cancelled acquire of %s for %s was not granted: %r", self.name, attempt.owner, e)
+                return
             log.warning("the cancelled acquire of %s for %s ended without an outcome: %r", self.name, attempt.owner, e)
             return
         if not granted:
