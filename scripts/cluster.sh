@@ -58,8 +58,10 @@ stop() {
   rm -rf "$dir"
 }
 
-# Starts one node on a free port and waits for its PING; another process may take the port
-# between the check and the bind, so a node that exits at once is retried on a new port.
+# Starts one node on a free port and waits until it answers as itself (its INFO's process_id:
+# tests run side by side, so another test's server may answer on a port found free); another
+# process may take the port between the check and the bind, so a node that exits at once is
+# retried on a new port.
 start_node() {
   local p pid
   for _ in 1 2 3 4 5; do
@@ -72,7 +74,7 @@ start_node() {
     pid=$!
     for _ in $(seq 1 200); do
       kill -0 "$pid" 2>/dev/null || break
-      [ "$("$cli" -p "$p" PING 2>/dev/null)" = PONG ] && { echo "$p" >>"$dir/ports"; echo "$pid" >>"$dir/pids"; return 0; }
+      "$cli" -p "$p" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid" && { echo "$p" >>"$dir/ports"; echo "$pid" >>"$dir/pids"; return 0; }
       sleep 0.05
     done
     kill "$pid" 2>/dev/null || true

@@ -200,14 +200,19 @@ impl Server {
                 let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
                 return Err(format!("exited with {status}: {log}"));
             }
+            // The server answering must be this one: tests run side by side (nextest), and a
+            // port found free may be taken by another test's server before this one binds it
+            // (this one then exits, and the next try takes another port).
             if let Ok(mut c) = self.try_conn() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return Ok(());
+                if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                    if info.lines().any(|l| l.trim() == format!("process_id:{}", self.child.id())) {
+                        return Ok(());
+                    }
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err("no PING reply within 10 s".into())
+        Err("no INFO reply from the server started within 10 s".into())
     }
 
     pub fn url(&self) -> String {

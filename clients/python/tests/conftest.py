@@ -86,11 +86,16 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
+            # The server answering must be this one: tests run side by side (pytest-xdist), and
+            # a port found free may be taken by another test's server before this one binds
+            # it (this one then exits, and the next try takes another port).
             try:
-                if redis.Redis(port=self.port, socket_timeout=1).ping():
-                    return True
+                with redis.Redis(port=self.port, socket_timeout=1) as probe:
+                    if probe.info("server").get("process_id") == self.proc.pid:
+                        return True
             except redis.exceptions.ConnectionError:
-                time.sleep(0.02)
+                pass
+            time.sleep(0.02)
         return False
 
     def client(self, **kwargs) -> redis.Redis:

@@ -65,7 +65,7 @@ async function startServer(extra = []) {
     });
     const server = { port, dir, child, stop: () => stopChild(child, dir), signal: (sig) => child.kill(sig) };
     for (let i = 0; i < 200 && !exited; i++) {
-      if (await pings(port)) return server;
+      if (await answers(port, child.pid)) return server;
       await sleep(25);
     }
     await server.stop();
@@ -75,12 +75,15 @@ async function startServer(extra = []) {
   throw lastErr;
 }
 
-async function pings(port) {
+// True once the server on `port` answers and is process `pid`: tests run side by side, and a
+// port found free may be taken by another test's server before this one binds it (this one
+// then exits, and the next attempt takes another port).
+async function answers(port, pid) {
   const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   r.on('error', () => {});
   try {
     await r.connect();
-    return (await r.ping()) === 'PONG';
+    return (await r.info('server')).split('\r\n').includes(`process_id:${pid}`);
   } catch {
     return false;
   } finally {

@@ -143,8 +143,14 @@ impl Server {
             if let Ok(mut c) =
                 redis::Client::open(self.url()).and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
             {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return true;
+                // The server answering must be this one: tests run side by side (nextest), and
+                // a port found free may be taken by another test's server before this one
+                // binds it (this one then exits, and the next try takes another port).
+                let own = format!("process_id:{}", self.child.id());
+                if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                    if info.lines().any(|l| l.trim() == own) {
+                        return true;
+                    }
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
