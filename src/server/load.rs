@@ -147,7 +147,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning("lockmod: could not register the INFO section or the command filter");
         return Status::Err;
     }
-    if !ffi::config::register(ctx, crate::redisson::strings::on_scripts_set) {
+    if !ffi::config::register(ctx, crate::redisson::strings::on_scripts_set, crate::fencing::on_era_file_set) {
         ctx.log_warning("lockmod: could not register or load the module configs");
         return Status::Err;
     }
