@@ -251,6 +251,10 @@ fn with_the_file_off_a_crash_before_any_snapshot_counts_from_one_again() {
     // What turning it off costs: only the keyspace records eras.
     let mut s = Server::start_with(true, &["--lockmod.fencing-era-file", ""]);
     let mut c = s.conn();
+    assert_eq!(ok(&mut c, &["CONFIG", "GET", "lockmod.fencing-era-file"]), redis_pair(""));
+    // A file name the server writes is protected, as `dir` is.
+    let e = call(&mut c, &["CONFIG", "SET", "lockmod.fencing-era-file", "x"]).expect_err("protected");
+    assert!(e.contains("protected"), "{e}");
     assert_eq!(ok(&mut c, &["LOCK.ACQUIRE", "off", "a", "60000", "TOKEN"]), token(1));
     drop(c);
     crash_and_restart(&mut s);
