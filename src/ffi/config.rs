@@ -61,7 +61,8 @@ static ERA_FILE_SHOWN: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::p
 extern "C" fn get_era_file(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
     let shown = config::era_file_shown();
     // SAFETY: a NULL context makes a string this module frees itself (below, at the next get).
-    let s = unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), shown.as_ptr() as *const c_char, shown.len()) };
+    let s =
+        unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), shown.as_ptr() as *const c_char, shown.len()) };
     let old = ERA_FILE_SHOWN.swap(s, Relaxed);
     if !old.is_null() {
         // SAFETY: created above by an earlier get with a NULL context; Redis copied it (it
@@ -91,7 +92,8 @@ extern "C" fn set_era_file(
             if !err.is_null() {
                 // SAFETY: Redis passes a valid out pointer and frees the string it receives.
                 unsafe {
-                    *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), why.as_ptr() as *const c_char, why.len())
+                    *err =
+                        api!(RedisModule_CreateString)(std::ptr::null_mut(), why.as_ptr() as *const c_char, why.len())
                 };
             }
             raw::REDISMODULE_ERR as c_int
@@ -154,7 +156,7 @@ pub fn register(ctx: &redis_module::Context, on_scripts_set: ScriptsSet, on_era_
                 ctx.ctx,
                 c"fencing-era-file".as_ptr(),
                 c"lockmod-fencing-era".as_ptr(),
-                (raw::REDISMODULE_CONFIG_DEFAULT | raw::REDISMODULE_CONFIG_PROTECTED) as u32,
+                raw::REDISMODULE_CONFIG_DEFAULT | raw::REDISMODULE_CONFIG_PROTECTED,
                 Some(get_era_file),
                 Some(set_era_file),
                 None,

@@ -111,7 +111,7 @@ pub fn subscribe(ctx: &redis_module::Context, hooks: &'static EventHooks) -> boo
 /// `CONFIG SET` changed configs: only `dir` matters here (once per `CONFIG SET`, never on a
 /// command path).
 extern "C" fn on_config(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, data: *mut c_void) {
-    if subevent != raw::REDISMODULE_SUBEVENT_CONFIG_CHANGE as u64 || data.is_null() {
+    if subevent != raw::REDISMODULE_SUBEVENT_CONFIG_CHANGE || data.is_null() {
         return;
     }
     // SAFETY: for this event Redis passes a `RedisModuleConfigChange` that lives for the call,
