@@ -15,6 +15,13 @@
 //! replica, the AOF, a snapshot) holds its record too, so the next event, which starts from
 //! the largest era recorded, goes above it.
 //!
+//! A keyspace record can be lost with the history it records (a restart from a snapshot taken
+//! before it), so the node also keeps its own: a file in the server's `dir`
+//! (`crate::effects::era_file`), written durably before the era's first fencing write
+//! ([`is_open`]), and read at every event. An era begun from the file alone at load
+//! ([`begin_provisional`]) is not yet used: an event that follows before any fencing write may
+//! start it again rather than the one above ([`known`]).
+//!
 //! This file is the pure part: the arithmetic ([`floor`], [`era_of`], [`next`],
 //! [`incr_instead`]) and the node's state, kept in atomics as `config` keeps the configs
 //! (Redis runs the module on its main thread; every access is relaxed). The walk that moves
@@ -93,6 +100,10 @@ static ERA: AtomicI64 = AtomicI64::new(0);
 static RECORDED: AtomicBool = AtomicBool::new(true);
 /// True while counters may still be below the era's floor: the walk has not visited them all.
 static MOVING: AtomicBool = AtomicBool::new(false);
+/// True once the era in force is open: its file written (or tried) before a fencing write.
+static OPEN: AtomicBool = AtomicBool::new(false);
+/// True while the era in force was begun from the file at load and nothing was written in it.
+static PROVISIONAL: AtomicBool = AtomicBool::new(false);
 /// Counters moved up to a floor (the walk's and the grants'), for `INFO lockmod`.
 static MOVED: AtomicU64 = AtomicU64::new(0);
 /// Events that started an era, for `INFO lockmod`.
@@ -133,7 +144,29 @@ pub fn begin(era: i64) {
     ERA.store(era.clamp(0, MAX_ERA), Relaxed);
     RECORDED.store(era <= 0, Relaxed);
     MOVING.store(era > 0, Relaxed);
+    OPEN.store(false, Relaxed);
+    PROVISIONAL.store(false, Relaxed);
     EVENTS.fetch_add(1, Relaxed);
+}
+
+/// The module loaded into an empty keyspace on a node whose file says it fenced up to `era - 1`
+/// (a restart with nothing to load, or before the load): `era` is in force, nothing moves (no
+/// counter is here), and an event before its first fencing write may start it again ([`known`]).
+pub fn begin_provisional(era: i64) {
+    begin(era);
+    MOVING.store(false, Relaxed);
+    PROVISIONAL.store(true, Relaxed);
+}
+
+/// The era an event must go above for this process's sake: the era in force, unless it was
+/// begun from the file at load and nothing was written in it (the file's era, which the event
+/// reads too, is then the bound).
+pub fn known() -> i64 {
+    if PROVISIONAL.load(Relaxed) {
+        0
+    } else {
+        era()
+    }
 }
 
 /// The era in force rises to `era` (while moving, past a counter found above it).
@@ -141,7 +174,21 @@ fn raise(era: i64) {
     if era > ERA.load(Relaxed) {
         ERA.store(era, Relaxed);
         RECORDED.store(false, Relaxed);
+        OPEN.store(false, Relaxed);
     }
+}
+
+/// Whether the era in force is open: its file was written (or the write tried) since it
+/// began. Every fencing write asks first (one relaxed load).
+#[inline]
+pub fn is_open() -> bool {
+    OPEN.load(Relaxed)
+}
+
+/// The era in force is open: from now on its fencing writes go ahead without asking the file.
+pub fn opened() {
+    OPEN.store(true, Relaxed);
+    PROVISIONAL.store(false, Relaxed);
 }
 
 /// Whether a fencing write must record the era first.
@@ -189,6 +236,8 @@ pub fn reset() {
     ERA.store(0, Relaxed);
     RECORDED.store(true, Relaxed);
     MOVING.store(false, Relaxed);
+    OPEN.store(false, Relaxed);
+    PROVISIONAL.store(false, Relaxed);
 }
 
 #[cfg(test)]

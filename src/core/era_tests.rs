@@ -107,4 +107,31 @@ fn the_node_state_follows_events_records_and_counters_found_above_the_era() {
     assert!(events >= 1);
     reset();
     assert_eq!((era(), needs_record(), moving()), (0, false, false));
+
+    // The file: every era, era 0 included, is opened by its first fencing write; an era that
+    // rises under the walk is opened again.
+    assert!(!is_open());
+    opened();
+    assert!(is_open());
+    begin(2);
+    assert!(!is_open() && moving());
+    opened();
+    assert_eq!(floor_for(Some(5 * E1)), 6 * E1);
+    assert!(!is_open(), "the raised era is written again before a write in it");
+
+    // An era begun from the file at load is not known to an event until it is opened: the
+    // event goes one above the file's era (which it reads too), not above this one.
+    reset();
+    begin_provisional(next(0, 4));
+    assert_eq!((era(), known(), moving(), needs_record(), is_open()), (5, 0, false, true, false));
+    assert_eq!(floor_for(None), 5 * E1, "its grants start at its floor");
+    opened();
+    assert_eq!(known(), 5, "a write in it makes it the node's");
+    // The file held 5: a load before any write in era 6 starts era 6 again, not 7.
+    begin_provisional(6);
+    assert_eq!(known(), 0);
+    begin(next(known().max(5), 0));
+    assert_eq!((era(), known()), (6, 6), "an event's era is never provisional");
+    reset();
+    assert_eq!((known(), is_open()), (0, false));
 }

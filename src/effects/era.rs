@@ -1,5 +1,6 @@
 //! The fencing era on the module's store (`crate::core::era`): the floor a grant starts from,
-//! and a counter's move up to it, the era's record written first where this history lacks it.
+//! and a counter's move up to it, the era's record written first where this history lacks it
+//! (and the node's era file before that: `super::era_file`).
 
 use super::RedisStore;
 use crate::core::store::SyncStore;
@@ -13,6 +14,8 @@ impl RedisStore<'_> {
         if !era::needs_record() {
             return;
         }
+        // The node's own file first: the record may be lost with its history, the file not.
+        super::era_file::open(&self.ctx);
         let slot = self.ctx.in_cluster().then(|| slots::key_slot(counter));
         let key = names::era_key(slot);
         let mut buf = IntBuf::default();

@@ -27,6 +27,7 @@ use crate::watch::hold_index;
 mod collections;
 mod counters;
 mod era;
+pub mod era_file;
 mod keys;
 pub mod rate_windows;
 mod read_holds;

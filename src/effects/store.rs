@@ -255,7 +255,11 @@ impl Store for RedisStore<'_> {
     }
 
     fn token_floor(&mut self, v: Option<i64>) -> i64 {
-        crate::core::era::floor_for(v)
+        // Every fenced grant asks for the floor first: the era goes to the node's file before
+        // its first grant (one load once it is there).
+        let floor = crate::core::era::floor_for(v);
+        super::era_file::open(&self.ctx);
+        floor
     }
 
     fn raise_token(&mut self, key: &[u8], floor: i64) {

@@ -18,6 +18,13 @@
 //!   commands only while the walk runs, and at a script's commands when a script names a
 //!   counter (so a name the lost history created starts above it too).
 //!
+//! - **The node's file** (`effects::era_file`): the keyspace's record is lost with its history
+//!   (a restart from a snapshot older than the last event, twice in a row), so each node also
+//!   keeps the largest era it opened in a file in its `dir`, written durably before the era's
+//!   first fencing write and read at every event: an event goes above both. A module loaded
+//!   into an empty keyspace reads it too ([`on_load`]): a restart with nothing to load starts
+//!   the era above the file's.
+//!
 //! Nothing is written on a replica or while loading: a demoted primary stops its walk
 //! ([`on_demoted`]) and takes its new primary's history as it comes.
 //!
@@ -29,6 +36,7 @@ pub mod touch;
 pub mod walk;
 
 use crate::core::era;
+use crate::effects::era_file;
 use crate::ffi::{log, Ctx};
 
 /// Why an era starts, for the log.
@@ -51,23 +59,56 @@ pub fn on_event(ctx: &Ctx, why: Event) {
 
 fn start_era(ctx: &Ctx, why: Event) {
     let recorded = records::largest(ctx);
-    let next = era::next(era::era(), recorded);
+    // The node's own file: every era this node opened, even one its keyspace lost.
+    let file = era_file::read();
+    let next = era::next(era::known().max(file.unwrap_or(0)), recorded);
     era::begin(next);
     look::refresh();
-    // A history that recorded an era uses fencing: its new era is recorded now, ahead of
-    // anything. Elsewhere the first fencing write of the era records it, ahead of itself, so
-    // a server that never fenced anything is not written to.
-    if recorded > 0 {
+    // A history that recorded an era, or a node with a file, uses fencing: its new era goes
+    // to the file and the keyspace now, ahead of anything. Elsewhere the first fencing write
+    // of the era does both, ahead of itself, so a server that never fenced anything is not
+    // written to.
+    if recorded > 0 || file.is_some() {
+        era_file::open(ctx);
         records::record_now(ctx);
     }
+    let file = file.map_or("none".to_string(), |f| f.to_string());
     log(
         c"notice",
         &format!(
-            "lockmod: fencing era {next} ({why:?}; largest recorded {recorded}): token counters move to {}",
+            "lockmod: fencing era {next} ({why:?}; largest recorded {recorded}, era file {file}): token counters \
+             move to {}",
             era::floor(next)
         ),
     );
     walk::start(ctx);
+}
+
+/// The module loaded into an empty keyspace (a start-up, before any load; or a `MODULE LOAD`):
+/// if the node's file says it fenced before, the era above the file's is in force from now,
+/// so a restart with nothing to load (a crash before the first snapshot, no AOF) does not
+/// count from 1 again. It is provisional: a load that follows starts one above the file and
+/// the keyspace's record, which is this era unless the record is higher.
+fn start_from_file(ctx: &Ctx) {
+    if ctx.is_replica() {
+        return;
+    }
+    let Some(file) = era_file::read() else { return };
+    let next = era::next(file, 0);
+    era::begin_provisional(next);
+    log(c"notice", &format!("lockmod: fencing era {next} (era file {file}, nothing loaded yet)"));
+}
+
+/// `CONFIG SET dir`, or a new `lockmod.fencing-era-file`: the era goes to the new place now.
+pub fn on_era_file_moved(ctx: &Ctx) {
+    era_file::moved(ctx);
+}
+
+/// A new `lockmod.fencing-era-file` (also at load, before anything is open: nothing then).
+pub fn on_era_file_set() {
+    if let Some(ctx) = crate::ffi::events::module_ctx() {
+        era_file::moved(&ctx);
+    }
 }
 
 /// This server became a replica: it moves nothing (its primary's history replaces its own).
@@ -107,5 +148,7 @@ pub fn on_load(ctx: &Ctx) {
     ctx.select_db(prev);
     if data {
         on_event(ctx, Event::ModuleLoaded);
+    } else {
+        start_from_file(ctx);
     }
 }

@@ -11,7 +11,9 @@
 //! The filter looks at commands while the walk runs (`super::walk`), and otherwise only at a
 //! script's (`EVAL`, `EVALSHA`, `FCALL`, or the next `EXEC`, which may run one) when an era is in force
 //! and the script names a counter: so a name the lost history created, absent here, starts at
-//! the floor too. It stops at a 0 ms timer after the command.
+//! the floor too. It stops at a 0 ms timer after the command. Such an `INCR` also opens the
+//! era in the node's file (`effects::era_file`), era 0 included: the first script that names a
+//! counter in an era not yet in the file is looked at for that.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -33,9 +35,10 @@ const NOT_HERE: u64 = (raw::REDISMODULE_CTX_FLAGS_SLAVE
 /// A script naming a counter was filtered since the last `EXEC`: perhaps queued in a `MULTI`.
 static SCRIPT_SINCE_EXEC: AtomicBool = AtomicBool::new(false);
 
-/// A script about to run (or be queued) names `key`.
+/// A script about to run (or be queued) names `key`: looked at once an era is in force, and
+/// in any era not yet in the node's file (its `INCR` is the era's first fencing write).
 pub fn script_key(key: &[u8]) {
-    if era::era() > 0 && names::is_token(key) {
+    if (era::era() > 0 || !era::is_open()) && names::is_token(key) {
         SCRIPT_SINCE_EXEC.store(true, Relaxed);
         arm();
     }
@@ -81,6 +84,12 @@ pub fn on_command(call: FilterCall, cmd: &[u8]) {
 
 fn rewrite(call: FilterCall, key: &[u8], by: i64) {
     let Some(ctx) = module_ctx() else { return };
+    // A fencing write is coming: the era goes to the node's file first (a file is no write
+    // Redis could refuse or misplace; written early, it only makes the next era higher).
+    crate::effects::era_file::open(&ctx);
+    if era::era() == 0 {
+        return;
+    }
     let held = held_everywhere(&ctx, key);
     let top = held.iter().filter_map(|h| if let Held::Int(v) = h { Some(*v) } else { None }).max();
     let floor = era::floor_for(top);

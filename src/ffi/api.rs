@@ -104,6 +104,7 @@ needed_apis!(
     RedisModule_LoadConfigs,
     RedisModule_RegisterCommandFilter,
     RedisModule_RegisterEnumConfig,
+    RedisModule_RegisterStringConfig,
     RedisModule_SelectDb,
     RedisModule_DbSize,
     RedisModule_SetCommandInfo,

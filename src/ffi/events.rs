@@ -51,6 +51,8 @@ pub struct EventHooks {
     pub flushed: fn(&Ctx),
     /// The keyspace was swapped (SWAPDB, loading, a role change).
     pub swapped: fn(&Ctx, Swap),
+    /// `CONFIG SET dir`: the server's files are somewhere else from now on.
+    pub dir_changed: fn(&Ctx),
 }
 
 /// Which swap of the keyspace happened.
@@ -101,6 +103,33 @@ pub fn subscribe(ctx: &redis_module::Context, hooks: &'static EventHooks) -> boo
     unsafe {
         api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(raw::REDISMODULE_EVENT_FLUSHDB), Some(on_flush)) == OK
             && swaps.iter().all(|&id| api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(id), Some(on_swap)) == OK)
+            && api!(RedisModule_SubscribeToServerEvent)(ctx.ctx, event(raw::REDISMODULE_EVENT_CONFIG), Some(on_config))
+                == OK
+    }
+}
+
+/// `CONFIG SET` changed configs: only `dir` matters here (once per `CONFIG SET`, never on a
+/// command path).
+extern "C" fn on_config(ctx: RawCtx, _eid: raw::RedisModuleEvent, subevent: u64, data: *mut c_void) {
+    if subevent != raw::REDISMODULE_SUBEVENT_CONFIG_CHANGE || data.is_null() {
+        return;
+    }
+    // SAFETY: for this event Redis passes a `RedisModuleConfigChange` that lives for the call,
+    // whose `config_names` holds `num_changes` NUL-terminated names.
+    let dir = unsafe {
+        let change = &*(data as *const raw::RedisModuleConfigChange);
+        (0..change.num_changes as usize).any(|i| {
+            let name = *change.config_names.add(i);
+            !name.is_null() && std::ffi::CStr::from_ptr(name).to_bytes().eq_ignore_ascii_case(b"dir")
+        })
+    };
+    if dir {
+        let ctx = Ctx(ctx);
+        guarded("a config change event", (), || {
+            if let Some(h) = hooks() {
+                (h.dir_changed)(&ctx);
+            }
+        });
     }
 }
 

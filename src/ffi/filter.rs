@@ -224,12 +224,12 @@ fn timeout_key(key: &[u8]) {
 }
 
 /// `EVAL`/`EVALSHA`/`FCALL` (any setting): its keys (`numkeys` of them after it) that end
-/// with `:timeout`, and, once a fencing era is in force, those that name a token counter. A
-/// script's own cost dwarfs the look.
+/// with `:timeout`, and, once a fencing era is in force or while the era is not in the node's
+/// file yet, those that name a token counter. A script's own cost dwarfs the look.
 fn script_keys(call: FilterCall) {
     let Some(n) = call.arg(2).and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else { return };
     let last = call.argc().min(n.saturating_add(3));
-    let fenced = crate::core::era::era() > 0;
+    let fenced = crate::core::era::era() > 0 || !crate::core::era::is_open();
     for key in (3..last).filter_map(|i| call.arg(i)) {
         timeout_key(key);
         if fenced && crate::core::names::is_token(key) {

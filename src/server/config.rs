@@ -1,13 +1,14 @@
 //! The module's configs as the log shows them: the line logged at load, and the refusal of
 //! load arguments. Their values live in `crate::core::config`; `ffi::config` registers them.
 
-use crate::core::config::{redisson_native, sharded};
+use crate::core::config::{era_file_shown, redisson_native, sharded};
 
 /// The module's configs with their current values, `name=value` separated by spaces.
 pub fn describe() -> String {
     let pubsub = if sharded() { "sharded" } else { "global" };
     let scripts = if redisson_native() { "native" } else { "off" };
-    format!("lockmod.pubsub={pubsub} lockmod.redisson-scripts={scripts}")
+    let era_file = era_file_shown();
+    format!("lockmod.pubsub={pubsub} lockmod.redisson-scripts={scripts} lockmod.fencing-era-file={era_file:?}")
 }
 
 /// The NOTICE line logged once the module is loaded: its version and configuration.

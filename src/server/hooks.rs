@@ -22,7 +22,7 @@ pub static FILTER: FilterHooks = FilterHooks {
 };
 
 /// The keyspace and server events' hooks.
-pub static EVENTS: EventHooks = EventHooks { key_gone, flushed, swapped };
+pub static EVENTS: EventHooks = EventHooks { key_gone, flushed, swapped, dir_changed: fencing::on_era_file_moved };
 
 /// `ACL ...`: what is known of users may no longer hold.
 fn on_acl(call: FilterCall, name: &[u8]) {

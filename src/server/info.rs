@@ -66,6 +66,13 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("fencing_moved", moved as i64),
         ("fencing_events", events as i64),
     ]);
+    // The node's era file: durable writes, failed reads or writes, the last write's µs.
+    let (writes, errors, usec) = crate::effects::era_file::counts();
+    fields.extend([
+        ("fencing_era_file_writes", writes as i64),
+        ("fencing_era_file_errors", errors as i64),
+        ("fencing_era_file_last_usec", usec),
+    ]);
     fields
 }
 

@@ -340,8 +340,12 @@ class Server:
         for user in c.acl_users():
             if user != "default":
                 c.acl_deluser(user)
+        # Only what an example changed: `lockmod.fencing-era-file` is protected (as `dir` is), and
+        # no example changes it.
+        now = c.config_get("lockmod.*")
         for name, value in self.configs.items():
-            c.config_set(name, value)
+            if now.get(name) != value:
+                c.config_set(name, value)
 
     def connections(self) -> int:
         return int(self.client.info("stats")["total_connections_received"])
