@@ -111,3 +111,27 @@ fn every_info_field_is_documented() {
         assert!(documented, "{f} is not described in docs/configuration.md, section INFO lockmod");
     }
 }
+
+/// The fencing counters are counters too: `CONFIG RESETSTAT` zeroes them, and leaves the era
+/// (a gauge: the state now) as it was.
+#[test]
+fn resetstat_zeroes_the_fencing_counters_and_keeps_the_era() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["LOCK.ACQUIRE", "f", "o1", "30000", "TOKEN"]);
+    ok(&mut c, &["DEBUG", "RELOAD"]); // an era starts: its file written, the counter moved
+    common::fenced::wait_moved(&mut c);
+    let counters = ["fencing_moved", "fencing_events", "fencing_era_file_writes"];
+    let info = lockmod_info(&mut c);
+    for k in counters {
+        assert!(info[k] > 0, "lockmod_{k} in {info:?}");
+    }
+    let era = info["fencing_era"];
+    assert!(era > 0, "an era after the reload: {info:?}");
+    ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let info = lockmod_info(&mut c);
+    for k in counters.into_iter().chain(["fencing_era_file_errors"]) {
+        assert_eq!(info[k], 0, "lockmod_{k} after RESETSTAT");
+    }
+    assert_eq!(info["fencing_era"], era, "the era is state, not a count");
+}

@@ -230,6 +230,12 @@ pub fn counts() -> (u64, u64) {
     (MOVED.load(Relaxed), EVENTS.load(Relaxed))
 }
 
+/// `CONFIG RESETSTAT`: the two counters of [`counts`] back to 0 (the era and its state stay).
+pub fn reset_counts() {
+    MOVED.store(0, Relaxed);
+    EVENTS.store(0, Relaxed);
+}
+
 /// The module was loaded (again): nothing from before may be trusted, the era included (a
 /// `MODULE LOAD` into a server with data starts one from the keyspace's record).
 pub fn reset() {

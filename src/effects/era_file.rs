@@ -91,6 +91,13 @@ pub fn counts() -> (u64, u64, i64) {
     (WRITES.load(Relaxed), ERRORS.load(Relaxed), LAST_USEC.load(Relaxed))
 }
 
+/// `CONFIG RESETSTAT`: the write and error counters back to 0 (the last write's time is a
+/// gauge, and stays).
+pub fn reset_counts() {
+    WRITES.store(0, Relaxed);
+    ERRORS.store(0, Relaxed);
+}
+
 /// Writes `era` unless the file holds as much already; the outcome counted.
 fn store(era: i64) {
     let Some(name) = config::era_file() else { return };

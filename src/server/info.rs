@@ -88,4 +88,6 @@ pub fn reset() {
     wait_stats::reset();
     redisson::stats::reset();
     ffi::reset_args_probed();
+    crate::core::era::reset_counts();
+    crate::effects::era_file::reset_counts();
 }
