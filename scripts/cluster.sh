@@ -74,7 +74,8 @@ start_node() {
     pid=$!
     for _ in $(seq 1 200); do
       kill -0 "$pid" 2>/dev/null || break
-      "$cli" -p "$p" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid" && { echo "$p" >>"$dir/ports"; echo "$pid" >>"$dir/pids"; return 0; }
+      "$cli" -p "$p" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid" \
+        && [ "$("$cli" -p "$p" PING 2>/dev/null)" = PONG ] && { echo "$p" >>"$dir/ports"; echo "$pid" >>"$dir/pids"; return 0; }
       sleep 0.05
     done
     kill "$pid" 2>/dev/null || true

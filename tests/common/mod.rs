@@ -202,10 +202,12 @@ impl Server {
             }
             // The server answering must be this one: tests run side by side (nextest), and a
             // port found free may be taken by another test's server before this one binds it
-            // (this one then exits, and the next try takes another port).
+            // (this one then exits, and the next try takes another port). Then it must be done
+            // loading: `INFO` answers while it loads, `PING` does not.
             if let Ok(mut c) = self.try_conn() {
                 if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
-                    if info.lines().any(|l| l.trim() == format!("process_id:{}", self.child.id())) {
+                    let own = info.lines().any(|l| l.trim() == format!("process_id:{}", self.child.id()));
+                    if own && redis::cmd("PING").query::<String>(&mut c).is_ok() {
                         return Ok(());
                     }
                 }

@@ -90,10 +90,11 @@ class Server:
             # a port found free may be taken by another test's server before this one binds
             # it (this one then exits, and the next try takes another port).
             try:
+                # Then it must be done loading: INFO answers while it loads, PING does not.
                 with redis.Redis(port=self.port, socket_timeout=1) as probe:
-                    if probe.info("server").get("process_id") == self.proc.pid:
+                    if probe.info("server").get("process_id") == self.proc.pid and probe.ping():
                         return True
-            except redis.exceptions.ConnectionError:
+            except redis.exceptions.ConnectionError:  # BusyLoadingError (loading) is one
                 pass
             time.sleep(0.02)
         return False

@@ -83,7 +83,8 @@ async function answers(port, pid) {
   r.on('error', () => {});
   try {
     await r.connect();
-    return (await r.info('server')).split('\r\n').includes(`process_id:${pid}`);
+    // Then it must be done loading: INFO answers while it loads, PING does not.
+    return (await r.info('server')).split('\r\n').includes(`process_id:${pid}`) && (await r.ping()) === 'PONG';
   } catch {
     return false;
   } finally {

@@ -146,9 +146,10 @@ impl Server {
                 // The server answering must be this one: tests run side by side (nextest), and
                 // a port found free may be taken by another test's server before this one
                 // binds it (this one then exits, and the next try takes another port).
+                // Then it must be done loading: `INFO` answers while it loads, `PING` does not.
                 let own = format!("process_id:{}", self.child.id());
                 if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
-                    if info.lines().any(|l| l.trim() == own) {
+                    if info.lines().any(|l| l.trim() == own) && redis::cmd("PING").query::<String>(&mut c).is_ok() {
                         return true;
                     }
                 }
