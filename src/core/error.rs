@@ -120,7 +120,15 @@ impl fmt::Display for LockError {
             LockError::NotInitialized => f.write_str("ERR RateLimiter is not initialized"),
             LockError::ExceedsRate => f.write_str("ERR Requested permits amount cannot exceed defined rate"),
             LockError::BadLimiterField(field) => {
-                write!(f, "ERR rate limiter field '{field}' is not an integer (or, for 'type', not 0 or 1)")
+                let want = match *field {
+                    "type" => "0 or 1",
+                    "keepAliveTime" => "an integer",
+                    _ => "an integer of at least 1",
+                };
+                write!(
+                    f,
+                    "ERR rate limiter field '{field}' is not {want}: the limiter's hash is not one Redisson writes"
+                )
             }
             LockError::BadGrant => {
                 f.write_str("ERR rate limiter grant is not struct.pack('Bc0I', #random, random, permits)")

@@ -33,8 +33,12 @@ pub struct MemoryStore {
     pub checked: Vec<crate::core::access::Need>,
     /// What `over_maxmemory` answers.
     pub oom: bool,
-    /// The rate limiter's remembered totals: zset key -> (total, the zset as it was then).
-    pub rate_totals: HashMap<Vec<u8>, (u64, Zset)>,
+    /// The rate limiter's remembered window indexes, by zset key.
+    pub rate_index: HashMap<Vec<u8>, crate::core::rate_index::WindowIndex>,
+    /// How many times a window's index was rebuilt by a walk.
+    pub index_rebuilds: usize,
+    /// How many zset members the rate limiter's walks visited.
+    pub visited: usize,
 }
 
 impl MemoryStore {
