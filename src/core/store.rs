@@ -20,9 +20,11 @@ pub const TTL_PERSISTENT: i64 = -1;
 pub trait Store {
     /// The server's clock in ms, read once per command.
     fn now(&self) -> i64;
-    /// The same reading in microseconds, where the server keeps them (7.2+); else `now() * 1000`.
-    fn now_us(&self) -> i64 {
-        self.now().saturating_mul(1000)
+    /// The real-time clock in ns, read at this call: redis-cell's clock (its `time::now_utc()`),
+    /// which `CL.THROTTLE` follows to reply what redis-cell replies in the same instant.
+    /// Defaults to `now()` (a store with a fake clock).
+    fn wall_ns(&self) -> i64 {
+        self.now().saturating_mul(1_000_000)
     }
 
     // -- access --------------------------------------------------------------------------------

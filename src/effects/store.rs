@@ -15,15 +15,8 @@ impl Store for RedisStore<'_> {
         self.now
     }
 
-    fn now_us(&self) -> i64 {
-        // The cached reading of this command, if `now` was taken from it (a store made for a
-        // timer keeps the ms it was given).
-        let us = crate::ffi::Ctx::cached_us();
-        if us.div_euclid(1000) == self.now {
-            us
-        } else {
-            self.now.saturating_mul(1000)
-        }
+    fn wall_ns(&self) -> i64 {
+        crate::ffi::Ctx::wall_ns()
     }
 
     fn restricted(&mut self) -> bool {
