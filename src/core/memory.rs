@@ -39,6 +39,8 @@ pub struct MemoryStore {
     pub index_rebuilds: usize,
     /// How many zset members the rate limiter's walks visited.
     pub visited: usize,
+    /// A Redis Cluster's slot for the command's key (`Store::cluster_slot`).
+    pub slot: Option<u16>,
 }
 
 impl MemoryStore {
@@ -177,6 +179,10 @@ impl Store for MemoryStore {
 
     fn restricted(&mut self) -> bool {
         self.acl.is_some()
+    }
+
+    fn cluster_slot(&mut self) -> Option<u16> {
+        self.slot
     }
 
     fn permit(&mut self, needs: &[crate::core::access::Need]) -> Result<()> {

@@ -37,6 +37,12 @@ pub trait Store {
     fn permit(&mut self, _needs: &[Need]) -> Result<()> {
         Ok(())
     }
+    /// In Redis Cluster, for a command: the hash slot of its key, where every derived key and
+    /// channel must lie too (see [`permit`]). None outside a cluster, and for the module's own
+    /// upkeep (a parked client's grant was checked when it parked).
+    fn cluster_slot(&mut self) -> Option<u16> {
+        None
+    }
 
     // -- any type ------------------------------------------------------------------------------
     fn exists(&mut self, key: &[u8]) -> bool;
@@ -202,10 +208,20 @@ pub const MAX_HOLDS_PER_FIELD: i64 = 1 << 20;
 /// list is built only for a caller the ACL may deny something: an unrestricted one pays for
 /// no names, even where the list is O(N).
 pub fn permit<S: Store>(s: &mut S, needs: impl FnOnce() -> Vec<Need>) -> Result<()> {
-    if s.restricted() {
-        s.permit(&needs())
-    } else {
-        Ok(())
+    let restricted = s.restricted();
+    let slot = s.cluster_slot();
+    if !restricted && slot.is_none() {
+        return Ok(());
+    }
+    let needs = needs();
+    if restricted {
+        s.permit(&needs)?;
+    }
+    // Redisson's scripts name these keys and channels in KEYS: where one lies in another slot,
+    // the cluster refuses the script with CROSSSLOT, and the command is refused the same way.
+    match slot {
+        Some(slot) if needs.iter().any(|n| names::key_slot(n.name()) != slot) => Err(LockError::CrossSlot),
+        _ => Ok(()),
     }
 }
 

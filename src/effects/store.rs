@@ -27,6 +27,14 @@ impl Store for RedisStore<'_> {
         self.access.permit(&self.ctx, needs)
     }
 
+    fn cluster_slot(&mut self) -> Option<u16> {
+        // Every command of the module declares its key first (key spec first=1).
+        if !self.access.own_command() || self.args.len() < 2 || !self.ctx.in_cluster() {
+            return None;
+        }
+        Some(crate::core::names::key_slot(self.args.bytes(1)))
+    }
+
     fn exists(&mut self, key: &[u8]) -> bool {
         self.open(key).key.kind() != KeyKind::Empty
     }
