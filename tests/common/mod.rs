@@ -14,6 +14,7 @@ pub mod gcra;
 pub mod names;
 pub mod parked;
 pub mod rate_calls;
+pub mod rate_diff;
 pub mod rate_pair;
 pub mod rate_states;
 pub mod ratelimiter;
