@@ -34,10 +34,8 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use common::diff::env;
-use common::rate_diff::{groups, Group, Ledger, EXPLAINED, TTL_BLOCK};
+use common::rate_diff::{groups, keyspace_difference, take_newest, Group, Ledger, EXPLAINED, TTL_BLOCK};
 use common::ratelimiter::{self as rl, evalsha, run};
 use common::*;
 use rand::rngs::SmallRng;
@@ -113,22 +111,9 @@ impl Run {
     }
 
     /// Takes `n` permits off the newest grants of the Lua side's zset (the module's release).
-    fn lua_fold(&mut self, mut n: i64) {
+    fn lua_fold(&mut self, n: i64) {
         let (_, p) = self.state();
-        let mut v: Vec<(Vec<u8>, f64)> =
-            redis::cmd("ZRANGE").arg(&p).arg(0).arg(-1).arg("WITHSCORES").query(&mut self.lc).expect("ZRANGE");
-        while n > 0 {
-            let Some((m, score)) = v.pop() else { break };
-            let k = m[0] as usize;
-            let had = i64::from(u32::from_le_bytes([m[1 + k], m[2 + k], m[3 + k], m[4 + k]]));
-            // The new member before the old one goes, so the key (and its TTL) stays.
-            if had > n {
-                let rest = rl::member(&m[1..1 + k], (had - n) as u32);
-                let _: i64 = redis::cmd("ZADD").arg(&p).arg(score).arg(rest).query(&mut self.lc).expect("ZADD");
-            }
-            let _: i64 = redis::cmd("ZREM").arg(&p).arg(&m).query(&mut self.lc).expect("ZREM");
-            n -= had.min(n);
-        }
+        take_newest(&mut self.lc, &p, n);
     }
 
     fn eval(&mut self, sha: &str, argv: &[Vec<u8>]) -> Result<Value, String> {
@@ -145,41 +130,7 @@ impl Run {
 
     /// The keyspaces compared as the header says; the first difference, if any.
     fn difference(&mut self) -> Option<String> {
-        let mut all = BTreeSet::new();
-        for c in [&mut self.lc, &mut self.nc] {
-            let k: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
-            all.extend(k);
-        }
-        for k in all {
-            let side = |c: &mut redis::Connection| -> (String, String, i64) {
-                let kind: String = redis::cmd("TYPE").arg(&k).query(c).expect("TYPE");
-                let content = match kind.as_str() {
-                    "hash" => format!("{:?}", hgetall(c, &k)),
-                    "zset" => {
-                        let mut sums: BTreeMap<i64, u64> = BTreeMap::new();
-                        for (t, n) in rl::grants(c, &k) {
-                            *sums.entry(t).or_default() += u64::from(n);
-                        }
-                        format!("{sums:?}")
-                    }
-                    "none" => String::new(),
-                    _ => format!("{:?}", ok(c, &["GET", &k])),
-                };
-                (kind, content, pexpiretime(c, &k))
-            };
-            let (l, n) = (side(&mut self.lc), side(&mut self.nc));
-            let ttl_ok = l.2 == n.2 || (l.2 > 0 && n.2 > 0 && (l.2 - n.2).abs() <= TOL_MS);
-            if l.0 != n.0 || l.1 != n.1 || !ttl_ok {
-                return Some(format!("{k}: lua {l:?} native {n:?}"));
-            }
-            if n.0 == "zset" {
-                let members: Vec<Vec<u8>> = redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).query(&mut self.nc).expect("Z");
-                if let Some(m) = members.iter().find(|m| m.len() != 21 || m[0] != 16) {
-                    return Some(format!("{k}: native member {m:?} is not struct.pack('Bc0I', 16, random, n)"));
-                }
-            }
-        }
-        None
+        keyspace_difference(&mut self.lc, &mut self.nc, TOL_MS)
     }
 
     fn check(&mut self, what: &str, lua: Result<Value, String>, nat: Result<Value, String>) {

@@ -130,3 +130,63 @@ impl Ledger {
         self.windows.clear();
     }
 }
+
+/// Takes `n` permits off the newest grants of zset `key` (the module's release, applied to the
+/// Lua side): a member wholly taken goes, the last one touched keeps the rest.
+pub fn take_newest(c: &mut redis::Connection, key: &str, mut n: i64) {
+    let mut v: Vec<(Vec<u8>, f64)> =
+        redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query(c).expect("ZRANGE");
+    while n > 0 {
+        let Some((m, score)) = v.pop() else { break };
+        let k = m[0] as usize;
+        let had = i64::from(u32::from_le_bytes([m[1 + k], m[2 + k], m[3 + k], m[4 + k]]));
+        // The new member before the old one goes, so the key (and its TTL) stays.
+        if had > n {
+            let rest = rl::member(&m[1..1 + k], (had - n) as u32);
+            let _: i64 = redis::cmd("ZADD").arg(key).arg(score).arg(rest).query(c).expect("ZADD");
+        }
+        let _: i64 = redis::cmd("ZREM").arg(key).arg(&m).query(c).expect("ZREM");
+        n -= had.min(n);
+    }
+}
+
+/// The two sides' keyspaces compared: every key's type; hashes and strings exactly; zsets as
+/// score -> sum of permits (and every member of the native side's in Redisson's layout with 16
+/// random bytes); `PEXPIRETIME` within `tol_ms`. The first difference, if any.
+pub fn keyspace_difference(lc: &mut redis::Connection, nc: &mut redis::Connection, tol_ms: i64) -> Option<String> {
+    let mut all = BTreeSet::new();
+    for c in [&mut *lc, &mut *nc] {
+        let k: Vec<String> = redis::cmd("KEYS").arg("*").query(c).expect("KEYS");
+        all.extend(k);
+    }
+    for k in all {
+        let side = |c: &mut redis::Connection| -> (String, String, i64) {
+            let kind: String = redis::cmd("TYPE").arg(&k).query(c).expect("TYPE");
+            let content = match kind.as_str() {
+                "hash" => format!("{:?}", super::hgetall(c, &k)),
+                "zset" => {
+                    let mut sums: BTreeMap<i64, u64> = BTreeMap::new();
+                    for (t, n) in rl::grants(c, &k) {
+                        *sums.entry(t).or_default() += u64::from(n);
+                    }
+                    format!("{sums:?}")
+                }
+                "none" => String::new(),
+                _ => format!("{:?}", super::ok(c, &["GET", &k])),
+            };
+            (kind, content, super::pexpiretime(c, &k))
+        };
+        let (l, n) = (side(lc), side(nc));
+        let ttl_ok = l.2 == n.2 || (l.2 > 0 && n.2 > 0 && (l.2 - n.2).abs() <= tol_ms);
+        if l.0 != n.0 || l.1 != n.1 || !ttl_ok {
+            return Some(format!("{k}: lua {l:?} native {n:?}"));
+        }
+        if n.0 == "zset" {
+            let members: Vec<Vec<u8>> = redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).query(nc).expect("ZRANGE");
+            if let Some(m) = members.iter().find(|m| m.len() != 21 || m[0] != 16) {
+                return Some(format!("{k}: native member {m:?} is not struct.pack('Bc0I', 16, random, n)"));
+            }
+        }
+    }
+    None
+}
