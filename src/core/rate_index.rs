@@ -14,7 +14,7 @@
 //! and rebuilds the index with one walk. The store holds indexes (`RateStore::take_index`);
 //! this file is the pure part.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The most expired members one call removes (and walks from the front).
 pub const STEP: usize = 512;
@@ -24,6 +24,14 @@ pub const MAX_WIDTH: i64 = 64;
 /// A millisecond's grants fold into one member once there are this many: below it, folding
 /// (one more `ZADD` and its replication) would cost more than the members it saves.
 pub const FOLD_MIN: usize = 16;
+/// A busy millisecond is folded once it is this old (ms): a burst of grants is not slowed by
+/// folds, and a release (off the newest grants) finds them as they were made.
+pub const FOLD_AFTER_MS: i64 = 16;
+/// The most milliseconds folded by one call (more come due only after a lull, when calls are
+/// few; what is not folded before it leaves the window is removed as it is).
+pub const FOLDS_PER_CALL: usize = 2;
+/// The newest milliseconds whose grant counts are kept (older ones are past folding).
+const RUNS: usize = 64;
 
 /// A member with its score, in the zset's order: by score, then by the member's bytes.
 pub type Entry = (f64, Vec<u8>);
@@ -58,8 +66,10 @@ impl Ends {
 #[derive(Clone, Debug, PartialEq)]
 pub struct WindowIndex {
     pub ends: Ends,
-    /// How many members the highest score holds; None when not known (then a fold looks).
-    pub last_run: Option<usize>,
+    /// The newest scores the module granted at, with how many grants each got, oldest first:
+    /// the milliseconds that may fold. A cache within the cache: a count that is wrong only
+    /// makes a fold look at a millisecond, or not.
+    runs: VecDeque<(f64, usize)>,
     total: u128,
     /// Bucket width, ms: fixed for the index's life.
     width: i64,
@@ -73,7 +83,7 @@ impl WindowIndex {
     pub fn empty(interval: i64) -> WindowIndex {
         WindowIndex {
             ends: Ends::default(),
-            last_run: Some(0),
+            runs: VecDeque::new(),
             total: 0,
             width: (interval / 64).clamp(1, MAX_WIDTH),
             buckets: BTreeMap::new(),
@@ -99,6 +109,45 @@ impl WindowIndex {
     pub fn add(&mut self, score: f64, permits: u32) {
         self.total += u128::from(permits);
         *self.buckets.entry(self.bucket(score)).or_default() += u128::from(permits);
+    }
+
+    /// The module granted at `score`: counted in its millisecond's run if that is the newest
+    /// (a grant at an older time is left out: never folded).
+    pub fn granted_at(&mut self, score: f64) {
+        match self.runs.back_mut() {
+            Some(r) if r.0 == score => r.1 += 1,
+            Some(r) if r.0 > score => {}
+            _ => {
+                self.runs.push_back((score, 1));
+                if self.runs.len() > RUNS {
+                    self.runs.pop_front();
+                }
+            }
+        }
+    }
+
+    /// The milliseconds due to fold at `now`: [`FOLD_AFTER_MS`] old, with [`FOLD_MIN`]
+    /// grants or more, at most [`FOLDS_PER_CALL`] of them; the ones looked at are forgotten.
+    pub fn due_folds(&mut self, now: i64) -> Vec<f64> {
+        let due_at = now.saturating_sub(FOLD_AFTER_MS) as f64;
+        let mut out = Vec::new();
+        while out.len() < FOLDS_PER_CALL {
+            match self.runs.front() {
+                Some(&(at, n)) if at <= due_at => {
+                    self.runs.pop_front();
+                    if n >= FOLD_MIN {
+                        out.push(at);
+                    }
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// The newest grants changed (a release): which milliseconds may fold is no longer known.
+    pub fn forget_runs(&mut self) {
+        self.runs.clear();
     }
 
     /// `permits` scored `score` left the zset.
@@ -127,17 +176,15 @@ impl WindowIndex {
 #[cfg(test)]
 impl WindowIndex {
     /// The index a rebuild makes of the zset given in order (member, score), with this
-    /// index's width: what a kept index must equal (a store double checks every one).
+    /// index's width and runs (a cache of its own, never wrong but for what folds): what a
+    /// kept index must equal (a store double checks every one).
     pub fn of(&self, members: &[(Vec<u8>, f64)]) -> WindowIndex {
-        let mut ix = WindowIndex { width: self.width, ..WindowIndex::empty(1) };
-        let mut run = 0;
+        let mut ix = WindowIndex { width: self.width, runs: self.runs.clone(), ..WindowIndex::empty(1) };
         for (m, score) in members {
             let p = super::rate_window::unpack(m).map_or(0, |(_, p)| p);
             ix.add(*score, p);
-            run = if ix.ends.last.as_ref().is_some_and(|l| l.0 == *score) { run + 1 } else { 1 };
             ix.ends.added(*score, m);
         }
-        ix.last_run = Some(run);
         ix
     }
 }

@@ -264,14 +264,13 @@ fn rebuild<S: RateStore>(s: &mut S, z: &[u8], interval: i64) -> Result<WindowInd
     s.index_rebuilt();
     let mut ix = WindowIndex::empty(interval);
     let mut ends = Ends::default();
-    let (mut run, mut bad) = (0usize, false);
+    let mut bad = false;
     s.zset_scan(z, f64::NEG_INFINITY, f64::INFINITY, &mut |m, score| {
         let Ok(p) = permits_of(m) else {
             bad = true;
             return false;
         };
         ix.add(score, p);
-        run = if ends.last.as_ref().is_some_and(|l| l.0 == score) { run + 1 } else { 1 };
         // Walked in order: the first stays, the last is this one.
         if ends.first.is_none() {
             ends.first = Some((score, m.to_vec()));
@@ -290,8 +289,8 @@ fn rebuild<S: RateStore>(s: &mut S, z: &[u8], interval: i64) -> Result<WindowInd
     if bad {
         return Err(LockError::BadGrant);
     }
+    // No millisecond of a zset someone else wrote is folded: its grants leave as they are.
     ix.ends = ends;
-    ix.last_run = Some(run);
     Ok(ix)
 }
 

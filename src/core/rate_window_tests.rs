@@ -14,18 +14,19 @@ use crate::core::reply::Reply;
 use crate::core::store::{RateStore, Store, SyncStore};
 
 #[test]
-fn grants_of_one_millisecond_fold_into_one_member_once_the_next_comes() {
+fn a_busy_millisecond_folds_into_one_member_once_it_is_old_enough() {
     let mut s = limiter(1_000_000, 100);
     for i in 0..5_000 {
         assert_eq!(take(&mut s, 1 + i % 7, T0 + i / 50), Acquire::Granted);
     }
-    // 99 milliseconds folded, the newest's 50 grants still their own.
-    assert_eq!(s.zset_len(b"{r}:permits"), Ok(99 + 50));
+    // Milliseconds 0 to 83 folded (16 ms old), the newest 16 as their 50 grants came.
+    assert_eq!(s.zset_len(b"{r}:permits"), Ok(84 + 16 * 50));
     let z = grants(&mut s, "{r}:permits");
     let live: i64 = z.iter().map(|&(_, p)| i64::from(p)).sum();
     assert_eq!(value(&mut s, "{r}:value"), Some(1_000_000 - live));
     assert_eq!(available(&mut s, b"r", None, T0 + 100), Ok(1_000_000 - live + i64::from(z[0].1)));
-    assert_eq!(s.zset_len(b"{r}:permits"), Ok(99), "ms 0 left, ms 99 folded: one member per ms");
+    assert_eq!(s.zset_len(b"{r}:permits"), Ok(83 + 1 + 15 * 50), "ms 0 left, ms 84 folded");
+    assert_eq!(grants(&mut s, "{r}:permits"), z[1..], "the sums per ms are the same");
 }
 
 #[test]
@@ -34,6 +35,7 @@ fn a_quiet_millisecond_keeps_its_members_and_a_busy_one_folds_even_alone() {
     for i in 0..50 {
         assert_eq!(take(&mut s, 2, T0 + i / 5), Acquire::Granted);
     }
+    assert_eq!(available(&mut s, b"r", None, T0 + 100), Ok(1_000_000 - 100));
     // Five grants a millisecond: below FOLD_MIN, each keeps its member.
     assert_eq!(s.zset_len(b"{r}:permits"), Ok(50));
     let mut s = limiter(1_000_000, 1_000);
@@ -41,9 +43,11 @@ fn a_quiet_millisecond_keeps_its_members_and_a_busy_one_folds_even_alone() {
     for _ in 0..20 {
         assert_eq!(take(&mut s, 3, T0), Acquire::Granted);
     }
-    assert_eq!(take(&mut s, 1, T0 + 1), Acquire::Granted);
+    assert_eq!(available(&mut s, b"r", None, T0 + 15), Ok(1_000_000 - 60));
+    assert_eq!(s.zset_len(b"{r}:permits"), Ok(20), "not yet old enough");
+    assert_eq!(take(&mut s, 1, T0 + 16), Acquire::Granted);
     // The busy millisecond was the whole zset: folded without the zset ever vanishing.
-    assert_eq!(grants(&mut s, "{r}:permits"), [(T0, 60), (T0 + 1, 1)]);
+    assert_eq!(grants(&mut s, "{r}:permits"), [(T0, 60), (T0 + 16, 1)]);
     assert_eq!(s.zset_len(b"{r}:permits"), Ok(2));
     assert_eq!(s.pttl(b"{r}:permits"), 60_000);
 }

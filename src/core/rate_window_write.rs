@@ -47,16 +47,24 @@ impl Window {
         self.walked.clear();
     }
 
-    /// Folds the members of the newest millisecond into one (the first one's random bytes, the
-    /// sum of the permits) once `now` is past it and they are [`FOLD_MIN`] or more: a grant adds
-    /// a member of its own (one `ZADD`, as Redisson's body), and a busy millisecond ends as one
-    /// member, so the window holds fewer than `FOLD_MIN` members per millisecond at any rate.
+    /// Folds the members of each busy millisecond ([`FOLD_MIN`] grants or more) into one (the
+    /// first one's random bytes, the sum of the permits) once it is `FOLD_AFTER_MS` old, a few
+    /// a call: a grant adds a member of its own (one `ZADD`, as Redisson's body), and a busy
+    /// millisecond ends as one member, so the window holds fewer than `FOLD_MIN` members per
+    /// millisecond at any rate (and the newest milliseconds' grants as they came).
     pub fn fold<S: RateStore>(&mut self, s: &mut S, z: &[u8], now: i64) -> Result<()> {
         let Some(ix) = &mut self.index else { return Ok(()) };
-        let Some(at) = ix.ends.last.as_ref().map(|l| l.0) else { return Ok(()) };
-        if at >= now as f64 || ix.last_run.is_some_and(|n| n < FOLD_MIN) {
-            return Ok(());
+        for at in ix.due_folds(now) {
+            // One that left the window is the settle's to remove.
+            if at > self.threshold as f64 {
+                self.fold_at(s, z, at)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Folds the members scored `at`, if they are `FOLD_MIN` or more and their sum fits.
+    fn fold_at<S: RateStore>(&mut self, s: &mut S, z: &[u8], at: f64) -> Result<()> {
         let (mut run, mut total, mut bad) = (Vec::<Vec<u8>>::new(), 0u64, false);
         s.zset_scan(z, at, at, &mut |m, _| match unpack(m) {
             Some((_, p)) => {
@@ -72,28 +80,28 @@ impl Window {
         if bad {
             return Err(LockError::BadGrant);
         }
-        let sum = u32::try_from(total).ok().filter(|_| run.len() >= FOLD_MIN);
-        let Some(sum) = sum else {
-            // Too few (not looked at again), or past 4 bytes: left as they are.
-            ix.last_run = Some(run.len());
-            return Ok(());
-        };
+        let (Some(sum), true) = (u32::try_from(total).ok(), run.len() >= FOLD_MIN) else { return Ok(()) };
+        let Some(ix) = &mut self.index else { return Ok(()) };
         let merged = pack(unpack(&run[0]).map_or(&[][..], |(r, _)| r), sum);
-        if ix.ends.first.as_ref().is_some_and(|f| f.0 == at) {
+        let (first, last) = (ix.ends.first.as_ref().map(|f| f.0), ix.ends.last.as_ref().map(|l| l.0));
+        if first == Some(at) && last == Some(at) {
             // The millisecond is the whole zset: the merged member goes in first, so the zset
             // (and its TTL) never vanishes between.
             s.zset_add(z, &merged, at);
             let gone: Vec<&[u8]> = run.iter().map(Vec::as_slice).filter(|m| *m != merged.as_slice()).collect();
             s.zset_rem_many(z, &gone);
-            ix.ends.first = Some((at, merged.clone()));
         } else {
             // One `ZREMRANGEBYSCORE at at` (the replica holds the same members), then the sum.
             s.zset_rem_range(z, at, at);
             s.zset_add(z, &merged, at);
         }
         ix.ends.count = ix.ends.count + 1 - run.len();
-        ix.ends.last = Some((at, merged));
-        ix.last_run = Some(1);
+        if first == Some(at) {
+            ix.ends.first = Some((at, merged.clone()));
+        }
+        if last == Some(at) {
+            ix.ends.last = Some((at, merged));
+        }
         self.members = ix.ends.count;
         Ok(())
     }
@@ -114,14 +122,9 @@ impl Window {
         self.members += 1;
         self.live += i128::from(permits);
         let Some(ix) = &mut self.index else { return };
-        let newest = ix.ends.last.as_ref().map(|l| l.0);
         ix.add(at, permits);
         ix.ends.added(at, &member);
-        ix.last_run = match newest {
-            Some(t) if at < t => ix.last_run,
-            Some(t) if at == t => ix.last_run.map(|n| n + 1),
-            _ => Some(1),
-        };
+        ix.granted_at(at);
     }
 
     /// Takes `amount` permits off the newest members: a member wholly taken is removed, the
@@ -187,7 +190,7 @@ impl Window {
                 ix.ends.first = last.clone();
             }
             ix.ends.last = if ix.ends.count == 0 { None } else { last };
-            ix.last_run = None;
+            ix.forget_runs();
             self.members = ix.ends.count;
         }
         self.index = ix;
