@@ -49,15 +49,32 @@ fn filled(c: &mut redis::Connection, k: &str, interval: i64) -> Res<()> {
     Ok(())
 }
 
-/// The durations (usec) `SLOWLOG` gives `calls` (every one logged), and their mean.
-fn logged(c: &mut redis::Connection, calls: &[Vec<String>]) -> Res<(u64, f64)> {
-    let len = (calls.len() + 16).to_string();
+/// What `SLOWLOG` gave a batch of calls (every one logged): the longest acquire and the mean
+/// (usec), and the longest control (a one-line Lua script sent beside each acquire: what the
+/// shared machine alone does to a call).
+#[derive(Clone, Copy, Default)]
+struct Logged {
+    longest: u64,
+    mean: f64,
+    control: u64,
+}
+
+fn logged(c: &mut redis::Connection, calls: &[Vec<String>]) -> Res<Logged> {
+    let control: String =
+        redis::cmd("SCRIPT").arg("LOAD").arg("return redis.call('incr', KEYS[1])").query(c).map_err(err)?;
+    // Each control logs twice: the script, and the `INCR` it runs.
+    let len = (3 * calls.len() + 16).to_string();
     call_s(c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"])?;
     call_s(c, &["CONFIG", "SET", "slowlog-max-len", &len])?;
     call_s(c, &["SLOWLOG", "RESET"])?;
-    for part in calls.chunks(500) {
-        for v in pipeline(c, part)? {
-            if !matches!(v, Value::Nil | Value::Int(_)) {
+    for part in calls.chunks(250) {
+        let mut batch = Vec::with_capacity(2 * part.len());
+        for call in part {
+            batch.push(call.clone());
+            batch.push(strs(&["EVALSHA", &control, "1", "bench:control"]));
+        }
+        for (args, v) in batch.iter().zip(pipeline(c, &batch)?) {
+            if args[0] != "EVALSHA" && !matches!(v, Value::Nil | Value::Int(_)) {
                 return Err(format!("part 10c: RATELIMITER.ACQUIRE replied {v:?}"));
             }
         }
@@ -65,18 +82,21 @@ fn logged(c: &mut redis::Connection, calls: &[Vec<String>]) -> Res<(u64, f64)> {
     let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(&len).query(c).map_err(err)?;
     call_s(c, &["CONFIG", "SET", "slowlog-log-slower-than", "10000"])?;
     call_s(c, &["CONFIG", "SET", "slowlog-max-len", "128"])?;
-    let mut us = vec![];
+    let (mut us, mut control) = (vec![], 0u64);
     for e in entries {
         let Value::Array(f) = e else { continue };
         let (Some(Value::Int(d)), Some(Value::Array(args))) = (f.get(2), f.get(3)) else { continue };
-        if matches!(args.first(), Some(Value::BulkString(a)) if a.eq_ignore_ascii_case(b"RATELIMITER.ACQUIRE")) {
-            us.push(*d as u64);
+        match args.first() {
+            Some(Value::BulkString(a)) if a.eq_ignore_ascii_case(b"RATELIMITER.ACQUIRE") => us.push(*d as u64),
+            Some(Value::BulkString(a)) if a.eq_ignore_ascii_case(b"EVALSHA") => control = control.max(*d as u64),
+            _ => {}
         }
     }
     if us.len() != calls.len() {
         return Err(format!("part 10c: SLOWLOG logged {} of {} calls", us.len(), calls.len()));
     }
-    Ok((us.iter().copied().max().unwrap_or(0), us.iter().sum::<u64>() as f64 / us.len() as f64))
+    let mean = us.iter().sum::<u64>() as f64 / us.len() as f64;
+    Ok(Logged { longest: us.iter().copied().max().unwrap_or(0), mean, control })
 }
 
 /// (a): the first call after `left` ms past the full window's end (usec, commandstats), and
@@ -89,12 +109,11 @@ fn quiet(b: &Bench, interval: i64, left: i64) -> Res<(u64, u64)> {
     let first = one_call(&mut c, &["RATELIMITER.ACQUIRE", &k, "1", "NOW", &at], "RATELIMITER.ACQUIRE")?;
     let next: Vec<Vec<String>> =
         (1..AFTER_QUIET).map(|_| strs(&["RATELIMITER.ACQUIRE", &k, "1", "NOW", &at])).collect();
-    let (longest, _) = logged(&mut c, &next)?;
-    Ok((first, longest.max(first)))
+    Ok((first, logged(&mut c, &next)?.longest.max(first)))
 }
 
-/// (b): `calls` calls `per_ms` a millisecond from the full window's end: (longest, mean) usec.
-fn full_load(b: &Bench, interval: i64, per_ms: i64, calls: i64) -> Res<(u64, f64)> {
+/// (b): `calls` calls `per_ms` a millisecond from the full window's end.
+fn full_load(b: &Bench, interval: i64, per_ms: i64, calls: i64) -> Res<Logged> {
     let k = format!("bench:load:{interval}");
     let mut c = b.m.conn()?;
     filled(&mut c, &k, interval)?;
@@ -139,20 +158,33 @@ pub fn run(b: &mut Bench) -> Res<Table> {
         "full load, 1 a ms: mean, usec",
         "full load, 20 a ms: longest, usec",
         "full load, 20 a ms: mean, usec",
+        "full load: longest control, usec",
         "DEL of such a zset, usec (no module)",
         "UNLINK of it, usec (no module)",
     ]);
     for &interval in intervals {
-        let mut v: [Vec<f64>; 10] = Default::default();
+        let mut v: [Vec<f64>; 11] = Default::default();
         for r in 0..reps {
             progress!("part 10c: a {interval} ms window, {}/{reps}", r + 1);
             let (h1, h20) = quiet(b, interval, interval / 2)?;
             let (a1, a20) = quiet(b, interval, interval + 1)?;
-            let (l1, m1) = full_load(b, interval, 1, calls)?;
-            let (l20, m20) = full_load(b, interval, 20, calls)?;
+            let one = full_load(b, interval, 1, calls)?;
+            let twenty = full_load(b, interval, 20, calls)?;
+            let control = one.control.max(twenty.control) as f64;
             let (d, u) = free_cost(b, interval)?;
-            let row =
-                [h1 as f64, h20 as f64, a1 as f64, a20 as f64, l1 as f64, m1, l20 as f64, m20, d as f64, u as f64];
+            let row = [
+                h1 as f64,
+                h20 as f64,
+                a1 as f64,
+                a20 as f64,
+                one.longest as f64,
+                one.mean,
+                twenty.longest as f64,
+                twenty.mean,
+                control,
+                d as f64,
+                u as f64,
+            ];
             for (col, x) in v.iter_mut().zip(row) {
                 col.push(x);
             }
@@ -191,10 +223,12 @@ pub fn describe(b: &Bench) -> String {
          and sums the rest from the window's index; the next ones remove the rest, 512 a call; a window that \
          left whole is unlinked, freed in the background). At full load: {} calls after the window's end, one \
          a millisecond (each removes the grant that left) and 20 a millisecond (each millisecond's 20 grants \
-         fold into one member when the next comes). Longest calls from `SLOWLOG` at \
+         fold into one member once 16 ms old). Longest calls from `SLOWLOG` at \
          `slowlog-log-slower-than 0` (every call logged with its duration): wall time on a shared machine, \
-         preemption included. The last two columns: `DEL` and `UNLINK` of a zset that size on the server \
-         without the module. Medians of {reps} repetitions. Target: every call under 1 ms.",
+         preemption included; beside each acquire of the full-load drives, a control (a one-line Lua \
+         script, `INCR`), whose longest call shows what the machine alone does to a call. The last two \
+         columns: `DEL` and `UNLINK` of a zset that size on the server without the module. Medians of \
+         {reps} repetitions. Target: every call under 1 ms (as measured, preemption included).",
         b.size(20_000, 2_000)
     )
 }
