@@ -181,7 +181,9 @@ impl WindowIndex {
     pub fn of(&self, members: &[(Vec<u8>, f64)]) -> WindowIndex {
         let mut ix = WindowIndex { width: self.width, runs: self.runs.clone(), ..WindowIndex::empty(1) };
         for (m, score) in members {
-            let p = super::rate_window::unpack(m).map_or(0, |(_, p)| p);
+            // The member's permits: 4 bytes after its length byte and random bytes.
+            let at = 1 + usize::from(m.first().copied().unwrap_or(0));
+            let p = m.get(at..at + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
             ix.add(*score, p);
             ix.ends.added(*score, m);
         }
