@@ -129,6 +129,7 @@ fn measure(b: &mut Bench, servers: &[Server; 2], tags: &[&str; 2]) -> Res<()> {
             Some(body.command >= native.command),
         );
     }
+    let quiet = quiet_calls(b, &servers[0], tags[0])?;
     b.report.section(
         "10e. Redisson's rate limiter: tryAcquire in instructions",
         &format!(
@@ -140,12 +141,49 @@ fn measure(b: &mut Bench, servers: &[Server; 2], tags: &[&str; 2]) -> Res<()> {
              side alike (`NOW`; the body's ARGV), k calls a millisecond. A full window: {INTERVAL} x k grants \
              made first (uncounted), so each counted call finds the window in its steady state, removing what \
              leaves it as Redisson's body does; a new limiter: 10a's granted row, where nothing leaves the \
-             window while it is counted. {n} calls counted per cell. Reproduce: `cargo run --release -p \
+             window while it is counted. {n} calls counted per cell. The second table: the one native call \
+             after a quiet spell on a long window (filled with one grant a ms, times given with `NOW`), when \
+             half of it or all of it has left: what 10c (2) times, counted. Reproduce: `cargo run --release -p \
              lockmod-bench -- --only 10` (10e runs last).",
             &TRY_ACQUIRE[..8]
         ),
-        vec![t],
+        vec![t, quiet],
         vec![],
     );
     Ok(())
+}
+
+/// The one native call after a quiet spell on a long window (one grant a ms over the window,
+/// then half of it or all of it left), in instructions: what 10c (2) times, without the noise
+/// of a shared machine.
+fn quiet_calls(b: &mut Bench, s: &Server, tag: &str) -> Res<Table> {
+    let mut t = Table::new(&[
+        "window",
+        "members",
+        "the call after half of it left (whole request)",
+        "the call after all of it left (whole request)",
+    ]);
+    let windows: &[i64] = if b.quick { &[60_000] } else { &[60_000, 600_000] };
+    for &interval in windows {
+        let mut row = vec![format!("{} s", interval / 1000), interval.to_string()];
+        for left in [interval / 2, interval + 1] {
+            progress!("part 10e: the call after {left} ms on a {interval} ms window");
+            let mut c = s.conn()?;
+            call_s(&mut c, &["FLUSHALL"])?;
+            call_s(&mut c, &["RATELIMITER.TRYSETRATE", "q", "OVERALL", "1000000000000", &interval.to_string()])?;
+            for part in (0..interval).collect::<Vec<_>>().chunks(1000) {
+                let cmds: Vec<Vec<String>> = part
+                    .iter()
+                    .map(|i| strs(&["RATELIMITER.ACQUIRE", "q", "16", "NOW", &(T0 + i).to_string()]))
+                    .collect();
+                pipeline(&mut c, &cmds)?;
+            }
+            let at = (T0 + interval - 1 + left).to_string();
+            let one = [strs(&["RATELIMITER.ACQUIRE", "q", "1", "NOW", &at])];
+            let d = callgrind::count(s, tag, &one, |v| *v == Value::Nil)?;
+            row.push(format!("{:.0}", d.total));
+        }
+        t.row(row);
+    }
+    Ok(t)
 }
