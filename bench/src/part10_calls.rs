@@ -136,12 +136,14 @@ pub fn per_call(b: &mut Bench) -> Res<Table> {
             med(&cpu[2]),
             ratio(&cpu[1], &cpu[0]),
         ]);
+        // Issue 36's target is on the acquire; the other calls are reported.
         let accel = Summary::of(&ratios(&u[1], &u[0]));
+        let acquire = row.command == "RATELIMITER.ACQUIRE";
         b.report.target(
             &format!("rate limiter {}: Redisson's body run natively / `{}`, usec per call", row.method, row.command),
-            ">= 1x",
+            if acquire { ">= 1x" } else { "reported" },
             format!("{}", Ratio(accel)),
-            Some(accel.median >= 1.0),
+            acquire.then_some(accel.median >= 1.0),
         );
         if row.target {
             let lua = Summary::of(&ratios(&u[2], &u[0]));
