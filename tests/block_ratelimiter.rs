@@ -1,6 +1,7 @@
 //! BLOCK on the rate limiter (issue 30): parked clients served strictly in arrival order per
 //! state, woken by a timer when the oldest grant leaves the window, at once by a release, by
-//! Redisson's own Lua bodies, `DEL`, expiry and `FLUSHALL`; a timeout replies the wait; a
+//! Redisson's own Lua bodies (which then look at the window again), `DEL`, expiry and
+//! `FLUSHALL`; a timeout replies the wait; a
 //! disconnect, a write pause, a replica and `DEBUG RELOAD`.
 
 mod common;
@@ -125,19 +126,34 @@ fn each_client_of_a_per_client_limiter_waits_in_its_own_queue() {
     assert_eq!(a.join().expect("thread"), Ok(Value::Nil));
 }
 
+/// Redisson's Lua writes wake a parked client, which looks at the window again: its release
+/// body (which only raises the value) lets nothing through, since the window is still full
+/// (issue 36: the value is never taken for a release), and its setRate(KEEPSTATE) body raising
+/// the rate does.
 #[test]
-fn redissons_release_body_wakes_a_parked_waiter() {
+fn redissons_bodies_wake_a_parked_waiter_which_looks_at_the_window_again() {
     let s = Server::start();
     let scripts = rl::load();
     let mut c = exhausted(&s, "3", "600000");
     rl::load_on(&mut c, &scripts);
     let w = park(&s, &["RATELIMITER.ACQUIRE", "r", "2", "BLOCK", "20000"]);
     wait_blocked(&mut c, 1);
-    let release = rl::evalsha(rl::RELEASE, &rl::keys("r", "java-client"), &[b"2".to_vec()]);
-    assert_eq!(rl::run(&mut c, &release), Ok(Value::Nil));
+    let keys = rl::keys("r", "java-client");
+    assert_eq!(rl::run(&mut c, &rl::evalsha(rl::RELEASE, &keys, &[b"2".to_vec()])), Ok(Value::Nil));
+    // The waiter looked again: the window holds 3 of 3, so it stays parked, and the value is
+    // the window's again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(&mut c, "{r}:value").as_deref() != Some("0") {
+        assert!(Instant::now() < deadline, "the parked client never looked at the window again");
+        thread::sleep(Duration::from_millis(5));
+    }
+    wait_blocked(&mut c, 1);
+    let (secs, us): (i64, i64) = redis::cmd("TIME").query(&mut c).expect("TIME");
+    let now = (secs * 1000 + us / 1000).to_string().into_bytes();
+    let argv: Vec<Vec<u8>> = [&b"5"[..], b"600000", b"0", b"0", &now, b"1", b"0"].iter().map(|a| a.to_vec()).collect();
+    assert_eq!(rl::run(&mut c, &rl::evalsha(rl::SET_OR_UPDATE, &keys, &argv)), Ok(Value::Int(1)));
     assert_eq!(w.join().expect("thread"), Ok(Value::Nil));
-    // Redisson's release left the grants: the module took its 2 off the newest, then granted 2.
-    assert_eq!(grants(&mut c, "{r}:permits").iter().map(|g| g.1).sum::<u32>(), 3);
+    assert_eq!(grants(&mut c, "{r}:permits").iter().map(|g| g.1).sum::<u32>(), 5);
     assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
 }
 

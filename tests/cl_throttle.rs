@@ -58,6 +58,21 @@ fn a_peek_and_a_request_larger_than_the_burst_write_nothing() {
     assert_eq!(snapshot(&mut c), before);
 }
 
+/// Issue 36: redis-cell reads the real-time clock at each call, so a second call a moment
+/// after a grant that emptied the bucket (one permit a second, no burst) has a little less than
+/// a second to wait: 0 s, truncated. Reading the server's clock (whole ms on Redis 7.0, one
+/// cached reading per `EXEC` on later servers) put both calls at one instant and replied 1 s.
+#[test]
+fn a_call_right_after_a_grant_replies_redis_cells_times() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let call: &[&str] = &["CL.THROTTLE", "k", "0", "1", "1"];
+    for round in 0..20 {
+        ok(&mut c, &["DEL", "k"]);
+        assert_eq!(in_one_exec(&mut c, &[call, call]), [[0, 1, 0, -1, 1], [1, 1, 0, 0, 0]], "round {round}");
+    }
+}
+
 #[test]
 fn an_interval_below_a_microsecond_replies_redis_cells_saturated_remaining() {
     let s = Server::start();

@@ -74,8 +74,17 @@ fn acquire_grants_in_redissons_layout_and_refuses_with_redissons_wait() {
     assert_eq!(acquire(&mut c, "3", 0), Value::Nil);
     assert_eq!(acquire(&mut c, "3", 10), Value::Nil);
     assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
-    // Grants of one millisecond share one member: 4 + 3 at T0, 3 at T0 + 10.
-    assert_eq!(grants(&mut c, "{r}:permits"), [(0, 7), (10, 3)]);
+    // Each grant is a member of its own, as Redisson's body makes them (a millisecond's grants
+    // fold into one once there are 16 of them: tests/ratelimiter_long.rs).
+    let mut per_ms: Vec<(i64, u32)> = Vec::new();
+    for (t, p) in grants(&mut c, "{r}:permits") {
+        match per_ms.last_mut() {
+            Some(last) if last.0 == t => last.1 += p,
+            _ => per_ms.push((t, p)),
+        }
+    }
+    assert_eq!(per_ms, [(0, 7), (10, 3)]);
+    assert_eq!(ok(&mut c, &["ZCARD", "{r}:permits"]), Value::Int(3));
     assert_eq!(acquire(&mut c, "1", 20), Value::Int(3 + 1_000 - 20));
     assert_eq!(acquire(&mut c, "1", 999), Value::Int(4));
     // The 7 of T0 leave the window at T0 + 1,000.
@@ -215,64 +224,6 @@ fn the_writes_fire_the_keyspace_events_of_redissons_commands() {
         (z, "expire"),
     ];
     assert_eq!(events, msgs(&want));
-}
-
-#[test]
-fn bad_input_gets_an_error_and_writes_nothing() {
-    let s = Server::start();
-    let mut c = limiter(&s, "10", "1000");
-    acquire(&mut c, "1", 0);
-    ok(&mut c, &["HSET", "half", "rate", "1"]);
-    ok(&mut c, &["HSET", "bad", "rate", "x", "interval", "1000", "type", "0"]);
-    ok(&mut c, &["HSET", "badtype", "rate", "5", "interval", "1000", "type", "2"]);
-    ok(&mut c, &["SET", "str", "1"]);
-    ok(&mut c, &["HSET", "wv", "rate", "5", "interval", "1000", "type", "0"]);
-    ok(&mut c, &["LPUSH", "{wv}:value", "x"]);
-    let before = snapshot(&mut c);
-    let t = now(0);
-    #[rustfmt::skip]
-    let cases: &[(&[&str], &str)] = &[
-        (&["RATELIMITER.ACQUIRE", "none", "1"], "ERR RateLimiter is not initialized"),
-        (&["RATELIMITER.ACQUIRE", "half", "1"], "ERR RateLimiter is not initialized"),
-        (&["RATELIMITER.AVAILABLE", "none"], "ERR RateLimiter is not initialized"),
-        (&["RATELIMITER.RELEASE", "none", "1"], "ERR RateLimiter is not initialized"),
-        (&["RATELIMITER.ACQUIRE", "r", "0"], "ERR permits must be an integer from 1 to 4294967295"),
-        (&["RATELIMITER.ACQUIRE", "r", "-2"], "ERR permits must be an integer from 1 to 4294967295"),
-        (&["RATELIMITER.ACQUIRE", "r", "4294967296"], "ERR permits must be an integer from 1 to 4294967295"),
-        (&["RATELIMITER.RELEASE", "r", "0"], "ERR permits must be an integer from 1 to 4294967295"),
-        (&["RATELIMITER.ACQUIRE", "r", "1.5"], "ERR value is not an integer or out of range"),
-        (&["RATELIMITER.ACQUIRE", "r", "11"], "ERR Requested permits amount cannot exceed defined rate"),
-        (&["RATELIMITER.ACQUIRE", "bad", "1"], "ERR rate limiter field 'rate' is not an integer (or, for 'type', not 0 or 1)"),
-        (&["RATELIMITER.ACQUIRE", "badtype", "1"], "ERR rate limiter field 'type' is not an integer (or, for 'type', not 0 or 1)"),
-        (&["RATELIMITER.ACQUIRE", "str", "1"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
-        (&["RATELIMITER.ACQUIRE", "wv", "1"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
-        (&["RATELIMITER.ACQUIRE", "r", "1", "NOW", "-1"], "ERR NOW must be a time in ms from 0 to 9007199254740992"),
-        (&["RATELIMITER.ACQUIRE", "r", "1", "NOW", &t, "BLOCK", "10"], "ERR NOW cannot be combined with BLOCK"),
-        (&["RATELIMITER.ACQUIRE", "r", "1", "BLOCK", "-1"], "ERR timeout must be a non-negative integer (ms; 0 waits without a limit)"),
-        (&["RATELIMITER.ACQUIRE", "r", "1", "CLIENT"], "ERR syntax error"),
-        (&["RATELIMITER.ACQUIRE", "r", "1", "NOW", &t, "NOW", &t], "ERR syntax error"),
-        (&["RATELIMITER.TRYSETRATE", "n", "SOME", "1", "1000"], "ERR syntax error"),
-        (&["RATELIMITER.TRYSETRATE", "n", "OVERALL", "0", "1000"], "ERR rate must be a positive integer"),
-        (&["RATELIMITER.TRYSETRATE", "n", "OVERALL", "1", "0"], "ERR interval must be a positive integer"),
-        (&["RATELIMITER.TRYSETRATE", "n", "OVERALL", "1", "1000", "KEEPALIVE", "999"], "ERR keepalive must be at least the interval"),
-        (&["RATELIMITER.TRYSETRATE", "n", "OVERALL", "1", "1000", "KEEPSTATE"], "ERR syntax error"),
-        (&["RATELIMITER.TRYSETRATE", "str", "OVERALL", "1", "1000"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
-        (&["RATELIMITER.SETRATE", "str", "OVERALL", "1", "1000"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
-        (&["RATELIMITER.SETRATE", "wv", "OVERALL", "1", "1000", "KEEPSTATE"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
-        (&["RATELIMITER.SETRATE", "n", "OVERALL", "1", "9223372036854775807"], "ERR invalid expire time in 'ratelimiter.setrate' command"),
-        (&["RATELIMITER.ACQUIRE", "r"], "ERR wrong number of arguments for 'ratelimiter.acquire' command"),
-        (&["RATELIMITER.TRYSETRATE", "r", "OVERALL", "1"], "ERR wrong number of arguments for 'ratelimiter.trysetrate' command"),
-    ];
-    for (args, want) in cases {
-        assert_eq!(call(&mut c, args), Err(want.to_string()), "{args:?}");
-    }
-    assert_eq!(snapshot(&mut c), before, "an error writes nothing");
-    // A malformed grant (not struct.pack('Bc0I')) is found before anything is written.
-    ok(&mut c, &["ZADD", "{r}:permits", &now(1), "\x10ab"]);
-    let before = snapshot(&mut c);
-    let err = call(&mut c, &["RATELIMITER.AVAILABLE", "r", "NOW", &now(5_000)]);
-    assert_eq!(err, Err("ERR rate limiter grant is not struct.pack('Bc0I', #random, random, permits)".into()));
-    assert_eq!(snapshot(&mut c), before);
 }
 
 #[test]

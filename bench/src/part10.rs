@@ -2,136 +2,25 @@
 //! Lua bodies Redisson's `RRateLimiter` sends (its current release's, read at run time from
 //! `../shared/redisson-ratelimiter-scripts/`, never copied into the repository).
 //!
-//! (a) here: tryAcquire granted and refused, availablePermits and release, usec per call
-//! (`INFO commandstats`) and server CPU per call (`INFO cpu`), in alternating chunks, the native
-//! commands on the module's server and the Lua by `EVALSHA` on the server without it (as parts 1
-//! and 9). (b) here: the tryAcquire after a `release()` with N grants in the window, where
-//! Redisson's body recomputes the value over the whole zset. (c) `part10_rates.rs`: the longest
-//! native call at any rate, and after a quiet spell on a long window. (d) `part10_blocked.rs`:
-//! K blocked acquirers, `BLOCK` against Redisson's timer-and-retry `acquire()`.
+//! (a) `part10_calls.rs`: tryAcquire granted and refused, availablePermits and release, usec
+//! and server CPU per call, the native commands beside the bodies run natively and as Lua.
+//! (b) here: the tryAcquire after a `release()` with N grants in the window, where Redisson's
+//! body recomputes the value over the whole zset. (c) `part10_rates.rs`: the longest native
+//! call at any rate, after a quiet spell on a long window, and at full load on one.
+//! (d) `part10_blocked.rs`: K blocked acquirers, `BLOCK` against Redisson's timer-and-retry
+//! `acquire()`. (e) `part10_instr.rs`: (a)'s tryAcquire in instructions (callgrind).
 
 use redis::Value;
 
 use crate::chart;
 use crate::names::suffix;
-use crate::part9::chunk;
+use crate::part10_calls::{per_call, set_lua, set_native};
 use crate::redisson_rate::*;
-use crate::redisson_sync::{evalsha, Check};
 use crate::report::Table;
 use crate::server::{call, call_s, command_stat, cpu_seconds, pipeline, Res};
-use crate::stats::{now_ms, num, ratios, Ratio, Summary};
+use crate::stats::{num, ratios, Ratio, Summary};
 use crate::strs;
-use crate::{part10_blocked, part10_rates, progress, Bench};
-
-/// A limiter set up on both sides: the native command, and Redisson's trySetRate body.
-fn set_native(k: &str, rate: &str, interval: &str) -> Vec<String> {
-    strs(&["RATELIMITER.TRYSETRATE", k, "OVERALL", rate, interval])
-}
-fn set_lua(k: &str, rate: &str, interval: &str) -> Vec<String> {
-    evalsha(TRY_SET, &[k.to_string()], &[rate, interval, "0", "0"])
-}
-
-/// A row of (a): the state (a rate, an interval and what was taken) and the call on each side.
-struct Row {
-    method: &'static str,
-    command: &'static str,
-    rate: &'static str,
-    interval: &'static str,
-    /// Permits taken in the setup (0: none).
-    taken: &'static str,
-    native: fn(&str) -> Vec<String>,
-    native_ok: Check,
-    sha: &'static str,
-    lua: fn(&str) -> Vec<String>,
-    lua_ok: Check,
-    /// The issue's 2x target applies.
-    target: bool,
-}
-
-fn is_int(v: &Value) -> bool {
-    matches!(v, Value::Int(_))
-}
-
-#[rustfmt::skip]
-fn rows() -> Vec<Row> {
-    vec![
-        Row { method: "tryAcquire, granted", command: "RATELIMITER.ACQUIRE", rate: "1000000000000", interval: "1000", taken: "0",
-            native: |k| strs(&["RATELIMITER.ACQUIRE", k, "1"]), native_ok: |v| *v == Value::Nil,
-            sha: TRY_ACQUIRE, lua: |k| lua_acquire(k, "1", now_ms()), lua_ok: |v| *v == Value::Nil, target: true },
-        Row { method: "tryAcquire, refused", command: "RATELIMITER.ACQUIRE", rate: "1", interval: "1000000000", taken: "1",
-            native: |k| strs(&["RATELIMITER.ACQUIRE", k, "1"]), native_ok: is_int,
-            sha: TRY_ACQUIRE, lua: |k| lua_acquire(k, "1", now_ms()), lua_ok: is_int, target: true },
-        Row { method: "availablePermits", command: "RATELIMITER.AVAILABLE", rate: "1000000000000", interval: "1000000000", taken: "5",
-            native: |k| strs(&["RATELIMITER.AVAILABLE", k]), native_ok: is_int,
-            sha: AVAILABLE, lua: |k| evalsha(AVAILABLE, &keys(k), &[&now_ms().to_string()]),
-            lua_ok: |v| is_int(v) || matches!(v, Value::BulkString(_)), target: false },
-        Row { method: "release(1)", command: "RATELIMITER.RELEASE", rate: "1000000000000", interval: "1000000000", taken: "1000000",
-            native: |k| strs(&["RATELIMITER.RELEASE", k, "1"]), native_ok: is_int,
-            sha: RELEASE, lua: |k| evalsha(RELEASE, &keys(k), &["1"]), lua_ok: |v| *v == Value::Nil, target: false },
-    ]
-}
-
-/// (a): each call beside the body it replaces, on one limiter per chunk.
-fn per_call(b: &mut Bench) -> Res<Table> {
-    let (rounds, n) = (b.rounds(7), b.size(2000, 100));
-    let mut t = Table::new(&[
-        "Redisson call",
-        "native command",
-        "native usec",
-        "Lua usec",
-        "Lua / native (usec)",
-        "native CPU usec",
-        "Lua CPU usec",
-        "Lua / native (CPU)",
-    ]);
-    let (mut mc, mut pc) = (b.m.conn()?, b.p.conn()?);
-    for row in rows() {
-        let (mut nu, mut lu, mut nc, mut lc) = (vec![], vec![], vec![], vec![]);
-        for r in 0..rounds {
-            progress!("part 10: {} round {}/{rounds}", row.method, r + 1);
-            let k = format!("bench:rl:{r}");
-            let mut native_setup = vec![set_native(&k, row.rate, row.interval)];
-            let mut lua_setup = vec![set_lua(&k, row.rate, row.interval)];
-            if row.taken != "0" {
-                native_setup.push(strs(&["RATELIMITER.ACQUIRE", &k, row.taken]));
-                lua_setup.push(lua_acquire(&k, row.taken, now_ms()));
-            }
-            let native: Vec<Vec<String>> = (0..n).map(|_| (row.native)(&k)).collect();
-            let lua: Vec<Vec<String>> = (0..n).map(|_| (row.lua)(&k)).collect();
-            for side in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
-                if side == 0 {
-                    let (u, c) = chunk(&mut mc, &native_setup, &native, row.native_ok, row.command)?;
-                    nu.push(u);
-                    nc.push(c);
-                } else {
-                    let (u, c) = chunk(&mut pc, &lua_setup, &lua, row.lua_ok, "evalsha")?;
-                    lu.push(u);
-                    lc.push(c);
-                }
-            }
-        }
-        let ru = Summary::of(&ratios(&lu, &nu));
-        t.row(vec![
-            format!("{} (`{}`)", row.method, &row.sha[..8]),
-            format!("`{}`", row.command),
-            num(Summary::of(&nu).median),
-            num(Summary::of(&lu).median),
-            format!("{}", Ratio(ru)),
-            num(Summary::of(&nc).median),
-            num(Summary::of(&lc).median),
-            format!("{}", Ratio(Summary::of(&ratios(&lc, &nc)))),
-        ]);
-        if row.target {
-            b.report.target(
-                &format!("rate limiter {}: Redisson's Lua / `{}`, usec per call", row.method, row.command),
-                ">= 2x",
-                format!("{}", Ratio(ru)),
-                Some(ru.median >= 2.0),
-            );
-        }
-    }
-    Ok(t)
-}
+use crate::{part10_blocked, part10_instr, part10_rates, progress, Bench};
 
 /// One side of (b): a window of `n` one-permit grants (one per ms, so none fold), then
 /// `release(n)` and a tryAcquire one ms after the oldest grants left. Returns the acquire's
@@ -273,22 +162,7 @@ pub fn run(b: &mut Bench) -> Res<()> {
     let a = per_call(b)?;
     b.report.section(
         "10a. Redisson's rate limiter: per call",
-        &format!(
-            "Issue 30: the native `RATELIMITER.*` commands against the Lua bodies Redisson's `RRateLimiter` sends \
-             (its current release's, read from `shared/redisson-ratelimiter-scripts/`, SHA1 prefix in brackets): \
-             tryAcquire `{}` (3.38+), availablePermits `{}`, release `{}` (3.52+). The Lua runs by `EVALSHA` \
-             with Redisson's five KEYS and ARGV (the driver's clock as its `System.currentTimeMillis()`, 16 fresh \
-             bytes per grant) on the server without the module; the native commands, on the server's clock, on \
-             the module's server. One `OVERALL` limiter per chunk, set up by each side's trySetRate, then {n} \
-             calls on it (pipelined, every reply checked); {rounds} rounds in alternating order. granted: a rate of \
-             10^12 a second (never refused); refused: a rate of 1 per 11.6 days, its permit taken; \
-             availablePermits with 5 taken; release(1) with 10^6 taken. usec: `INFO commandstats`; CPU: the \
-             server's `INFO cpu` user+sys over the chunk, per call. Medians; ratios are the median of per-round \
-             ratios, min-max in brackets. Redisson's availablePermits and release have no target in the issue.",
-            &TRY_ACQUIRE[..8],
-            &AVAILABLE[..8],
-            &RELEASE[..8]
-        ),
+        &crate::part10_calls::describe(rounds, n),
         vec![a],
         vec![],
     );
@@ -316,5 +190,6 @@ pub fn run(b: &mut Bench) -> Res<()> {
         charts,
     );
     part10_rates::run(b)?;
-    part10_blocked::run(b)
+    part10_blocked::run(b)?;
+    part10_instr::run(b)
 }

@@ -14,7 +14,7 @@ use redis::Value;
 use crate::names::suffix;
 use crate::report::Table;
 use crate::server::{call_s, command_stat, info, pipeline, Res};
-use crate::stats::{num, Summary};
+use crate::stats::num;
 use crate::strs;
 use crate::{progress, Bench};
 
@@ -141,53 +141,6 @@ fn driven(b: &mut Bench, rate: u64, secs: f64) -> Res<(Vec<String>, u64)> {
     ))
 }
 
-/// The usec of one command on `c` (`INFO commandstats` around it).
-fn one_call(c: &mut redis::Connection, args: &[&str], stat: &str) -> Res<u64> {
-    call_s(c, &["CONFIG", "RESETSTAT"])?;
-    call_s(c, args)?;
-    let (n, us) = command_stat(c, stat)?;
-    if n != 1 {
-        return Err(format!("part 10c: {stat} counted {n} calls, 1 was sent"));
-    }
-    Ok(us)
-}
-
-/// (2): a full window of `interval` members (one grant a ms, times given with `NOW`), then the
-/// call when `left` ms of it have passed beyond its end: usec of that call.
-fn quiet(b: &Bench, interval: i64, left: i64) -> Res<u64> {
-    let t0 = 1_700_000_000_000i64;
-    let k = format!("bench:quiet:{interval}");
-    let mut c = b.m.conn()?;
-    call_s(&mut c, &["FLUSHALL"])?;
-    call_s(&mut c, &["RATELIMITER.TRYSETRATE", &k, "OVERALL", "1000000000000", &interval.to_string()])?;
-    for part in (0..interval).collect::<Vec<_>>().chunks(1000) {
-        let cmds: Vec<Vec<String>> =
-            part.iter().map(|i| strs(&["RATELIMITER.ACQUIRE", &k, "16", "NOW", &(t0 + i).to_string()])).collect();
-        pipeline(&mut c, &cmds)?;
-    }
-    let at = (t0 + interval - 1 + left).to_string();
-    one_call(&mut c, &["RATELIMITER.ACQUIRE", &k, "1", "NOW", &at], "RATELIMITER.ACQUIRE")
-}
-
-/// What freeing a zset of `n` members costs on the server without the module: (DEL, UNLINK) usec.
-fn free_cost(b: &Bench, n: i64) -> Res<(u64, u64)> {
-    let mut c = b.p.conn()?;
-    let mut out = [0u64; 2];
-    for (i, verb) in ["DEL", "UNLINK"].iter().enumerate() {
-        call_s(&mut c, &["FLUSHALL"])?;
-        for part in (0..n).collect::<Vec<_>>().chunks(1000) {
-            let mut z = vec!["ZADD".to_string(), "z".into()];
-            for m in part {
-                z.push(m.to_string());
-                z.push(format!("member-{m:016}-{m:04}"));
-            }
-            pipeline(&mut c, &[z])?;
-        }
-        out[i] = one_call(&mut c, &[verb, "z"], &verb.to_lowercase())?;
-    }
-    Ok((out[0], out[1]))
-}
-
 pub fn run(b: &mut Bench) -> Res<()> {
     let rates: &[u64] = if b.quick { &[10, 100_000] } else { &[10, 1_000, 100_000, 1_000_000] };
     let secs = if b.quick { 0.3 } else { 3.0 };
@@ -218,53 +171,15 @@ pub fn run(b: &mut Bench) -> Res<()> {
             Some(max < BOUND_US),
         );
     }
-    let intervals: &[i64] = if b.quick { &[1000] } else { &[1000, 60_000] };
-    let mut q = Table::new(&[
-        "window",
-        "members",
-        "the call after half the window left, usec",
-        "the call after all of it left, usec",
-        "DEL of such a zset, usec (no module)",
-        "UNLINK of it, usec (no module)",
-    ]);
-    let reps = b.size(5, 1);
-    for &interval in intervals {
-        let (mut half, mut all, mut del, mut unlink) = (vec![], vec![], vec![], vec![]);
-        for r in 0..reps {
-            progress!("part 10c: a quiet spell on a {interval} ms window, {}/{reps}", r + 1);
-            half.push(quiet(b, interval, interval / 2)? as f64);
-            all.push(quiet(b, interval, interval + 1)? as f64);
-            let (d, u) = free_cost(b, interval)?;
-            del.push(d as f64);
-            unlink.push(u as f64);
-        }
-        let med = |v: &[f64]| num(Summary::of(v).median);
-        if interval == 1000 {
-            let worst = Summary::of(&half).median.max(Summary::of(&all).median);
-            b.report.target(
-                "rate limiter, 1 s window: the call after a quiet spell (the worst state at any rate)",
-                "< 1 ms",
-                format!("{} usec", num(worst)),
-                Some(worst < BOUND_US as f64),
-            );
-        }
-        q.row(vec![
-            format!("{} s", interval as f64 / 1000.0),
-            interval.to_string(),
-            med(&half),
-            med(&all),
-            med(&del),
-            med(&unlink),
-        ]);
-    }
     b.report.section(
         "10c. Redisson's rate limiter: the longest native call",
         &format!(
             "Is any native call long, whatever the rate? (1) An `OVERALL` limiter of the given rate per 1 s, \
              driven for {secs} s by one connection sending pipelines of 500 `RATELIMITER.ACQUIRE name p` (p \
              permits, rate / 50,000 or 1: at every rate more is asked than granted) on the server's clock. Grants \
-             of one millisecond fold into one member, so a 1 s window holds at most 1,000 members at any rate, \
-             and each call removes only the grants that left since the last one. The longest call is the \
+             of a millisecond fold into one member once there are 16 of them, so a 1 s window holds at most \
+             16,000 members at any rate, and each call removes only the grants that left since the last one. \
+             The longest call is the \
              server's own measure of each command (what `INFO commandstats` adds up): `SLOWLOG` with \
              `slowlog-log-slower-than {SLOW_US}` logs every call of {SLOW_US} usec or more with its duration \
              (`< {SLOW_US}`: none did); p99.9 from `INFO latencystats`. That measure is wall time, and the \
@@ -272,18 +187,14 @@ pub fn run(b: &mut Bench) -> Res<()> {
              4 ms here). So every other call of each pipeline is a control, a one-line Lua script (`INCR` by \
              `EVALSHA`, about as long as an acquire, with constant work), exposed to the same machine, and \
              \"server preempted\" counts the involuntary context switches of the server's main thread over the \
-             drive (`/proc/<pid>/status`). (2) The worst a call can meet on a limiter written by native grants: \
-             the call after a quiet spell, on a window filled with one grant a ms (times given with `NOW`, so a \
-             60 s window fills at once), when half of it, or all of it, has left: the removal is O(members that \
-             left) (`ZREMRANGEBYSCORE`), and a window that left whole is dropped with one `DEL`, whose freeing is \
-             itself O(members); `UNLINK` frees a zset of more than 64 members in a background thread (the last \
-             two columns, on the server without the module, a zset of the same size). Each figure of (2) is the \
-             median of {reps} repetitions. Targets: the driven rows' longest call as measured (preemption \
-             included); and the worst state of a 1 s window, which bounds every call at any rate on it. A long \
-             window emptied in one call has no target: it is reported as it is."
+             drive (`/proc/<pid>/status`). Target: the driven rows' longest call as measured (preemption \
+             included)."
         ),
-        vec![t, q],
+        vec![t],
         vec![],
     );
+    let q = crate::part10_long::run(b)?;
+    let text = crate::part10_long::describe(b);
+    b.report.section("10c (2). Redisson's rate limiter: long windows", &text, vec![q], vec![]);
     Ok(())
 }

@@ -81,7 +81,7 @@ fn settle(s: &Server) -> Res<()> {
 }
 
 /// The path the module's server loaded the module from (`MODULE LIST`).
-fn module_path(s: &Server) -> Res<std::path::PathBuf> {
+pub fn module_path(s: &Server) -> Res<std::path::PathBuf> {
     let list: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(&mut s.conn()?).map_err(|e| e.to_string())?;
     for m in list {
         let mut it = m.iter();

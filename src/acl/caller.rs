@@ -134,6 +134,12 @@ impl Access {
         !matches!(self.state, State::Open(_) | State::AllOpen)
     }
 
+    /// Whether the store runs a client's own command (not the module's upkeep or a parked
+    /// client's grant).
+    pub fn own_command(&self) -> bool {
+        self.own_command
+    }
+
     /// Who this store runs for (what a client parked now keeps).
     pub fn who(&mut self, ctx: &Ctx) -> Who {
         self.resolve(ctx);

@@ -293,10 +293,9 @@ pub(super) fn attempt_sync<O: AsRef<[u8]>>(
         Request::Latch => yes_no(countdown::is_open(store, key)?),
         Request::RateLimit { ref name, ref client, permits, now } => {
             let now = now.unwrap_or_else(|| crate::core::Store::now(store));
-            let random = crate::ffi::random::bytes::<{ rate_window::RANDOM_LEN }>();
-            let grant = ratelimiter::Grant { random: &random, fold: true };
+            let random = crate::ffi::random::unique::<{ rate_window::RANDOM_LEN }>();
             let client = client.as_ref().map(AsRef::as_ref);
-            match ratelimiter::acquire(store, name.as_ref(), client, permits, now, grant, queued_ahead)? {
+            match ratelimiter::acquire(store, name.as_ref(), client, permits, now, &random, queued_ahead)? {
                 ratelimiter::Acquire::Granted => {
                     stats::RATE_GRANTED.inc();
                     Attempt::Granted(Reply::Nil)

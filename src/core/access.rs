@@ -53,6 +53,16 @@ pub enum Need {
     Publish(Vec<u8>),
 }
 
+impl Need {
+    /// The key's or the channel's name.
+    pub fn name(&self) -> &[u8] {
+        match self {
+            Need::Key(k, _) => k,
+            Need::Publish(c) => c,
+        }
+    }
+}
+
 /// The lock key itself: Redis checked it when the command ran, but a client parked with
 /// `BLOCK` is granted later, when its user may have lost it.
 pub fn lock(key: &[u8]) -> Need {

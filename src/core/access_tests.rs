@@ -226,3 +226,28 @@ fn a_noperm_error_names_what_was_denied_as_redis_words_it() {
     let long = LockError::NoPerm(Denied::Key, vec![b'x'; 1000]).to_string();
     assert!(long.len() < 300 && long.ends_with("...' key"), "{long}");
 }
+
+/// Issue 36: in a cluster, a name whose derived keys or channels lie in another slot is refused
+/// with CROSSSLOT before anything is written, as Redisson's script is by the cluster; a lock
+/// acquire (whose script names the lock alone) works, and does not look at a fair queue that
+/// cannot exist in another slot.
+#[test]
+fn in_a_cluster_a_derived_name_in_another_slot_is_refused_before_any_write() {
+    let name = b"a{}b";
+    let mut s = MemoryStore::at(1_000);
+    s.slot = Some(super::names::key_slot(name));
+    assert!(matches!(reentrant::acquire(&mut s, name, b"o", 30_000), Ok(crate::core::reply::Acquired::New)));
+    let before = s.data.clone();
+    assert_eq!(reentrant::unlock(&mut s, name, b"o", 30_000, None), Err(LockError::CrossSlot));
+    assert_eq!(
+        fenced(&mut s, name, |s| reentrant::acquire(s, name, b"o", 30_000)).map(drop),
+        Err(LockError::CrossSlot)
+    );
+    assert_eq!(s.data, before);
+    assert!(s.published.is_empty());
+    // A name with its own tag keeps every derived name in its slot.
+    let name = b"a{t}b";
+    s.slot = Some(super::names::key_slot(name));
+    reentrant::acquire(&mut s, name, b"o", 30_000).unwrap();
+    assert_eq!(reentrant::unlock(&mut s, name, b"o", 30_000, None), Ok(super::Reply::Int(1)));
+}

@@ -36,6 +36,9 @@ pub enum LockError {
     NoPerm(Denied, Vec<u8>),
     /// Not an error: the client was parked and will be answered later.
     Blocked,
+    /// Redis Cluster: a derived key or channel of the name lies in another hash slot (a name
+    /// with an empty or unclosed hash tag), as Redisson's script gets it from the cluster.
+    CrossSlot,
     /// Any other bad input or state, as the line after `ERR ` (GCRA's and CL.THROTTLE's, whose
     /// wording follows the commands they stand in for).
     Invalid(&'static str),
@@ -115,12 +118,21 @@ impl fmt::Display for LockError {
             }
             LockError::NoPerm(Denied::User, n) => write!(f, "NOPERM The user '{}' no longer exists", shown(n)),
             LockError::Blocked => f.write_str("ERR client blocked"),
+            LockError::CrossSlot => f.write_str("CROSSSLOT Keys in request don't hash to the same slot"),
             LockError::Invalid(text) => write!(f, "ERR {text}"),
             // Redisson's own words, which its users search for.
             LockError::NotInitialized => f.write_str("ERR RateLimiter is not initialized"),
             LockError::ExceedsRate => f.write_str("ERR Requested permits amount cannot exceed defined rate"),
             LockError::BadLimiterField(field) => {
-                write!(f, "ERR rate limiter field '{field}' is not an integer (or, for 'type', not 0 or 1)")
+                let want = match *field {
+                    "type" => "0 or 1",
+                    "keepAliveTime" => "an integer",
+                    _ => "an integer of at least 1",
+                };
+                write!(
+                    f,
+                    "ERR rate limiter field '{field}' is not {want}: the limiter's hash is not one Redisson writes"
+                )
             }
             LockError::BadGrant => {
                 f.write_str("ERR rate limiter grant is not struct.pack('Bc0I', #random, random, permits)")

@@ -19,7 +19,8 @@
 //!   `commandTimeSnapshot() * 1000`), the emission interval rounded to the nearest microsecond
 //!   (at least 1), the two times in the reply rounded up to whole seconds.
 //! - `CL.THROTTLE` ([`Cell`]) follows redis-cell 0.2.2, its crates.io release: the TAT in
-//!   nanoseconds, the emission interval `period * 1e9 / count` in floating point truncated to
+//!   nanoseconds on its clock (the real-time clock read at each call, not the server's cached
+//!   one: two calls in one millisecond, or one `EXEC`, read two instants), the emission interval `period * 1e9 / count` in floating point truncated to
 //!   whole nanoseconds, the remaining tokens from whole microseconds in floating point, the two
 //!   times truncated to whole seconds. Where redis-cell wraps, panics or divides by zero (a
 //!   zero count, arithmetic past 64 bits) this replies an error instead; where it writes on a
@@ -243,7 +244,7 @@ impl Limiter for Cell {
     const NOT_A_TAT: LockError = err("Invalid CL.THROTTLE key: not a non-negative integer arrival time");
 
     fn now<S: SyncStore>(s: &S) -> i64 {
-        s.now_us().saturating_mul(1000)
+        s.wall_ns()
     }
 
     fn decide(&self, tat: Option<i64>, now: i64) -> Result<Verdict> {

@@ -38,10 +38,15 @@ pub fn fair_queue_ahead<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<i64>> 
 /// the purge is the fair lock's to do). A queue key of another type is no fair queue; no
 /// queue costs one key lookup.
 pub fn first_live_waiter<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<Option<f64>>> {
+    let queue = names::fair_queue_buf(key);
+    // In a cluster, a name whose fair queue lies in another slot has no fair lock (its
+    // commands are refused with CROSSSLOT): nothing to read there.
+    if s.cluster_slot().is_some_and(|slot| names::key_slot(&queue) != slot) {
+        return Ok(None);
+    }
     // Read before the caller's ACL is asked: a restricted caller needs read access to the
     // queue and the deadlines, even where there is no queue (whether one exists is read too).
     super::permit(s, || crate::core::access::fair_peek(key))?;
-    let queue = names::fair_queue_buf(key);
     // The free path of every acquire comes here: the usual answer (no queue) is one lookup.
     if !s.peek_exists(&queue) || !matches!(s.list_len(&queue), Ok(n) if n > 0) {
         return Ok(None);

@@ -33,10 +33,16 @@ pub struct MemoryStore {
     pub checked: Vec<crate::core::access::Need>,
     /// What `over_maxmemory` answers.
     pub oom: bool,
-    /// The rate limiter's remembered totals: zset key -> (total, the zset as it was then).
-    pub rate_totals: HashMap<Vec<u8>, (u64, Zset)>,
     /// What `token_floor` answers (a fencing era's floor).
     pub token_floor: i64,
+    /// The rate limiter's remembered window indexes, by zset key.
+    pub rate_index: HashMap<Vec<u8>, crate::core::rate_index::WindowIndex>,
+    /// How many times a window's index was rebuilt by a walk.
+    pub index_rebuilds: usize,
+    /// How many zset members the rate limiter's walks visited.
+    pub visited: usize,
+    /// A Redis Cluster's slot for the command's key (`Store::cluster_slot`).
+    pub slot: Option<u16>,
 }
 
 impl MemoryStore {
@@ -175,6 +181,10 @@ impl Store for MemoryStore {
 
     fn restricted(&mut self) -> bool {
         self.acl.is_some()
+    }
+
+    fn cluster_slot(&mut self) -> Option<u16> {
+        self.slot
     }
 
     fn permit(&mut self, needs: &[crate::core::access::Need]) -> Result<()> {

@@ -1,40 +1,50 @@
 //! [`RateStore`] on the in-memory [`MemoryStore`]: the walks use the trait's defaults (over
-//! `zset_all`, exact); the remembered totals are kept with a copy of the zset they belong to,
-//! and given back only while the zset is that copy, so a total the rate limiter notes wrongly,
-//! or trusts after a change, fails the unit tests.
+//! `zset_all`, exact); the windows' indexes are kept, and each one handed back is checked
+//! against a rebuild of the zset it claims to be, so an index the rate limiter keeps wrongly
+//! fails the unit tests.
 //!
 //! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
 //! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
-use std::collections::BTreeMap;
-
-use super::memory::{MemoryStore, Value};
-use super::rate_window::unpack;
-use super::store::RateStore;
-
-impl MemoryStore {
-    fn zset_now(&mut self, key: &[u8]) -> BTreeMap<Vec<u8>, f64> {
-        match self.value(key) {
-            Some(Value::Zset(z)) => z.clone(),
-            _ => BTreeMap::new(),
-        }
-    }
-}
+use super::memory::MemoryStore;
+use super::rate_index::WindowIndex;
+use super::store::{RateStore, Store, SyncStore};
+use super::Result;
 
 impl RateStore for MemoryStore {
-    fn known_total(&mut self, key: &[u8]) -> Option<u64> {
-        let now = self.zset_now(key);
-        match self.rate_totals.get(key) {
-            Some((total, then)) if *then == now => Some(*total),
-            _ => None,
+    fn zset_scan(&mut self, key: &[u8], min: f64, max: f64, f: &mut dyn FnMut(&[u8], f64) -> bool) -> Result<()> {
+        for (m, score) in self.zset_range_by_score(key, min, max, None)? {
+            self.visited += 1;
+            if !f(&m, score) {
+                break;
+            }
         }
+        Ok(())
     }
 
-    fn note_total(&mut self, key: &[u8], total: u64) {
-        let now = self.zset_now(key);
-        let sum: u64 = now.keys().map(|m| u64::from(unpack(m).map_or(0, |(_, p)| p))).sum();
-        assert_eq!(total, sum, "the rate limiter noted a total its zset does not hold");
-        self.rate_totals.insert(key.to_vec(), (total, now));
+    fn zset_scan_rev(&mut self, key: &[u8], min: f64, max: f64, f: &mut dyn FnMut(&[u8], f64) -> bool) -> Result<()> {
+        for (m, score) in self.zset_range_by_score(key, min, max, None)?.into_iter().rev() {
+            self.visited += 1;
+            if !f(&m, score) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn take_index(&mut self, key: &[u8]) -> Option<WindowIndex> {
+        self.rate_index.remove(key)
+    }
+
+    fn keep_index(&mut self, key: &[u8], index: WindowIndex) {
+        let members = self.zset_all(key).expect("a kept index is a zset's");
+        let want = index.of(&members);
+        assert_eq!(index, want, "the rate limiter kept an index its zset does not match");
+        self.rate_index.insert(key.to_vec(), index);
+    }
+
+    fn index_rebuilt(&mut self) {
+        self.index_rebuilds += 1;
     }
 
     fn persist(&mut self, key: &[u8]) -> bool {

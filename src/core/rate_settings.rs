@@ -4,10 +4,10 @@
 
 use super::access::{KeyUse, Need};
 use super::rate_window;
-use super::ratelimiter::{apply_ttl, config, ttl_plan, Config, Keys, Mode, INTERVAL, KEEP_ALIVE, RATE, TYPE};
+use super::ratelimiter::{apply_ttl, explained, ttl_plan, Config, Keys, Mode, INTERVAL, KEEP_ALIVE, RATE, TYPE};
 use super::store::RateStore;
 use super::sync_names::{limiter_permits, limiter_value};
-use super::{deadline, parse_i64, permit, IntBuf, LockError, Result};
+use super::{deadline, permit, IntBuf, LockError, Result};
 
 /// The settings of `SETRATE`/`TRYSETRATE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub fn try_set_rate<S: RateStore>(s: &mut S, name: &[u8], set: &Settings) -> Res
 /// `xx`, nothing unless `name` exists (false). Writes the four fields (a keep-alive becomes the
 /// hash's TTL); a changed `type` deletes the overall and `client`'s state; without
 /// `keep_state` the state of the new type is deleted; with it, the window is kept and the
-/// value recomputed from it at `now` (a Redisson release not yet taken off is kept).
+/// value recomputed from it at `now` at the new rate, as Redisson's body recomputes it.
 pub fn set_rate<S: RateStore>(
     s: &mut S,
     name: &[u8],
@@ -106,15 +106,10 @@ pub fn set_rate<S: RateStore>(
     // Everything the kept state needs is read before the first write.
     let kept = match (&mine, changes_type || !keep_state) {
         (Some(keys), false) => {
-            let old = config(s, name).ok();
-            let value = s.get(&keys.value)?.and_then(|v| parse_i64(&v));
-            let window = rate_window::scan(s, &keys.permits, now, set.interval)?;
-            let base = old.map(|o| (i128::from(o.rate) - window.total).max(0));
-            let excess = match (value, base) {
-                (Some(v), Some(b)) => i128::from(v) - b,
-                _ => 0,
-            };
-            Some((keys, window, excess, ttl_plan(s, name, &config_of(set))?))
+            // Read (and type-checked) as Redisson's body reads it; the window decides the value.
+            s.get(&keys.value)?;
+            let window = rate_window::read(s, &keys.permits, now, set.interval)?;
+            Some((window, ttl_plan(s, name, &config_of(set))?))
         }
         _ => None,
     };
@@ -130,19 +125,21 @@ pub fn set_rate<S: RateStore>(
         }
         return Ok(true);
     }
-    let Some((keys, window, excess, ttl)) = kept else {
+    let (Some(keys), Some((mut window, ttl))) = (&mine, kept) else {
         if let Some(keys) = &mine {
             s.del(&keys.value);
             s.del(&keys.permits);
         }
         return Ok(true);
     };
-    rate_window::drop_expired(s, &keys.permits, &window);
-    let live = window.live() - rate_window::take_newest(s, &keys.permits, excess.clamp(0, window.live().max(0)))?;
-    let v = (i128::from(set.rate) - live).clamp(0, i128::from(i64::MAX)) as i64;
+    // Redisson's setRate(KEEPSTATE): the grants stay, what left the window goes, and the value
+    // is the rate less what is live (whatever it was: a release not yet taken off is dropped,
+    // as the body drops it).
+    window.settle(s, &keys.permits);
+    let v = explained(set.rate, &window);
     s.set(&keys.value, IntBuf::default().format(v));
-    s.note_total(&keys.permits, u64::try_from(live).unwrap_or(0));
     apply_ttl(s, name, keys, ttl);
+    window.finish(s, &keys.permits);
     Ok(true)
 }
 

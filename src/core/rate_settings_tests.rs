@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::core::memory::MemoryStore;
-use crate::core::ratelimiter::tests::{grants, limiter, native, overall, take, value, T0};
+use crate::core::ratelimiter::tests::{fresh, grants, limiter, overall, take, value, T0};
 use crate::core::ratelimiter::{acquire, available, config, Acquire, Mode};
 use crate::core::store::Store;
 
@@ -47,7 +47,7 @@ fn set_rate_resets_keeps_or_changes_type_as_redissons_set_or_update() {
     assert_eq!(value(&mut s, "{r}:value"), None);
     assert!(grants(&mut s, "{r}:permits").is_empty());
     take(&mut s, 1, T0 + 3);
-    acquire(&mut s, b"r", Some(b"c"), 1, T0 + 3, native(), false).unwrap();
+    acquire(&mut s, b"r", Some(b"c"), 1, T0 + 3, fresh(), false).unwrap();
     let per = Settings { mode: Mode::PerClient, ..overall(20, 1_000) };
     assert_eq!(set_rate(&mut s, b"r", &per, Some(b"c"), true, false, T0 + 4), Ok(true));
     assert!(

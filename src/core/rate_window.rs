@@ -1,5 +1,6 @@
-//! A rate limiter's window: the grant zset `{name}:permits[:id]` read and written the way
-//! Redisson's bodies use it, without re-reading members a call does not need.
+//! A rate limiter's window: the grant zset `{name}:permits[:id]` read the way Redisson's
+//! bodies use it, without walking members a call does not need. The writes are in
+//! `rate_window_write.rs`.
 //!
 //! | zset member                                   | score                      |
 //! |-----------------------------------------------|----------------------------|
@@ -10,15 +11,16 @@
 //! A grant scored `t` holds its permits while `t > now - interval` (*live*) and is *expired*
 //! from `now - interval` on. Every body since 3.35 reads the zset only through sums over
 //! score ranges and the lowest score, so merging grants of one millisecond into one member
-//! ([`add_grant`] with `fold`) changes nothing they compute, and bounds the zset to
-//! `interval` members.
+//! changes nothing they compute, and bounds the zset to about `interval` members.
 //!
-//! [`scan`] reads what a call needs: the permits of the expired members (a walk over them,
-//! which the call removes anyway) and the total of every member, which the store remembers
-//! between calls (`RateStore::known_total`), so only a zset someone else changed is summed
-//! again. Nothing here reads a clock: `now` is the caller's (the server's, `NOW`, or a
-//! Redisson body's `ARGV`).
+//! [`read`] costs O(log N) plus the expired members it walks from the front (at most
+//! [`STEP`], which a write then removes) plus, when more than that expired, one bucket of the
+//! window's index (`core::rate_index`): never a walk of the window, unless the index is
+//! missing or belongs to another zset (a Redisson body wrote, the server restarted), when one
+//! walk rebuilds it. Nothing here reads a clock: `now` is the caller's (the server's, `NOW`, or
+//! a Redisson body's `ARGV`).
 
+use super::rate_index::{Ends, WindowIndex, STEP};
 use super::store::RateStore;
 use super::{LockError, Result};
 
@@ -26,6 +28,10 @@ use super::{LockError, Result};
 pub const RANDOM_LEN: usize = 16;
 /// The most permits one member holds: Lua's `struct.pack('I')` is 4 bytes.
 pub const MAX_PERMITS: i64 = u32::MAX as i64;
+/// Beyond this many members, a window that left whole is unlinked (freed in the background)
+/// rather than removed member by member (`ZREMRANGEBYSCORE`, which Redisson's bodies use, and
+/// whose events a small window keeps).
+pub const WHOLE: usize = 64;
 
 /// `struct.pack('Bc0I', #random, random, permits)`. A random longer than 255 bytes keeps its
 /// first 255 (the length byte's range; no caller makes one).
@@ -49,24 +55,8 @@ pub fn unpack(member: &[u8]) -> Option<(&[u8], u32)> {
     Some((random, u32::from_le_bytes([n[0], n[1], n[2], n[3]])))
 }
 
-/// What a window holds at `now`, read without writing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Window {
-    /// Permits of every member.
-    pub total: i128,
-    /// Permits of the expired members (scored at or below `threshold`).
-    pub expired: i128,
-    /// How many members are expired (a grant of 0 permits counts, and goes).
-    pub expired_members: usize,
-    /// `now - interval`: a member scored at or below it is expired.
-    pub threshold: i64,
-}
-
-impl Window {
-    /// Permits of the live members.
-    pub fn live(&self) -> i128 {
-        self.total - self.expired
-    }
+fn permits_of(member: &[u8]) -> Result<u32> {
+    unpack(member).map(|(_, p)| p).ok_or(LockError::BadGrant)
 }
 
 /// Sums the permits of the members scored `min..=max` (`BadGrant` on a malformed member).
@@ -87,31 +77,6 @@ pub fn sum<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64) -> Result<(i12
         return Err(LockError::BadGrant);
     }
     Ok((total, n))
-}
-
-/// Reads the window of zset `z` at `now` for a limiter of `interval` ms: `WrongType` if `z`
-/// is no zset, `BadGrant` if a member it reads is malformed. Walks the expired members, and
-/// every member only when the store does not know the total.
-pub fn scan<S: RateStore>(s: &mut S, z: &[u8], now: i64, interval: i64) -> Result<Window> {
-    let threshold = now.saturating_sub(interval);
-    // Also type-checks `z` before the store's remembered total is trusted.
-    let members = s.zset_len(z)?;
-    if members > WHOLE && newest(s, z)?.is_some_and(|t| t <= threshold as f64) {
-        // The whole window left (a quiet spell longer than the interval): with the total
-        // known, nothing need be walked, and [`drop_expired`] drops the zset whole.
-        if let Some(t) = s.known_total(z) {
-            let total = i128::from(t);
-            return Ok(Window { total, expired: total, expired_members: members, threshold });
-        }
-    }
-    let (expired, expired_members) = sum(s, z, f64::NEG_INFINITY, threshold as f64)?;
-    let total = match (members, s.known_total(z)) {
-        (0, _) => 0,
-        (_, Some(t)) => i128::from(t),
-        // Summed from just past the expired ones, which were summed above.
-        _ => expired + sum(s, z, next_up(threshold as f64), f64::INFINITY)?.0,
-    };
-    Ok(Window { total, expired, expired_members, threshold })
 }
 
 /// The smallest score above `x` (scores are doubles; a range starts inclusive).
@@ -136,13 +101,156 @@ pub fn oldest_live<S: RateStore>(s: &mut S, z: &[u8], threshold: i64) -> Result<
     Ok(first)
 }
 
-/// Beyond this many members, a window that left whole is deleted (`DEL`, one free of the
-/// zset) rather than removed member by member (`ZREMRANGEBYSCORE`, which Redisson's bodies
-/// use, and whose events a small window keeps).
-pub const WHOLE: usize = 64;
+/// One grant zset as a call sees it at `now`, with what its settle will remove and the index
+/// it keeps current. Made by [`read`]; written by `rate_window_write`'s methods; its index is
+/// given back to the store by [`Window::finish`].
+#[derive(Debug)]
+pub struct Window {
+    /// `now - interval`: a member scored at or below it is expired.
+    pub threshold: i64,
+    /// Members in the zset.
+    pub members: usize,
+    /// Permits of the live members.
+    pub live: i128,
+    /// Permits of the expired members still in the zset (after a settle: those it left).
+    pub expired: i128,
+    /// Every member expired (and none is live): a settle drops the zset.
+    pub(super) whole: bool,
+    /// The expired members walked from the front, (score, permits), at most [`STEP`]: what a
+    /// settle removes.
+    pub(super) walked: Vec<(f64, u32)>,
+    /// `walked` holds every expired member.
+    pub(super) all_walked: bool,
+    /// The member after the walked ones: the zset's first once they are gone (kept only when
+    /// some were walked).
+    pub(super) next: Option<(f64, Vec<u8>)>,
+    /// The lowest live score, when the front walk reached it.
+    pub(super) oldest: Option<f64>,
+    pub(super) index: Option<WindowIndex>,
+    pub(super) interval: i64,
+}
+
+impl Window {
+    fn empty(threshold: i64, interval: i64) -> Window {
+        Window {
+            threshold,
+            members: 0,
+            live: 0,
+            expired: 0,
+            whole: false,
+            walked: Vec::new(),
+            all_walked: true,
+            next: None,
+            oldest: None,
+            index: Some(WindowIndex::empty(interval)),
+            interval,
+        }
+    }
+
+    /// The lowest live score (the oldest live grant), looked up when the walk stopped short.
+    pub fn oldest_live<S: RateStore>(&self, s: &mut S, z: &[u8]) -> Result<Option<f64>> {
+        if self.whole {
+            return Ok(None);
+        }
+        match self.oldest {
+            Some(t) if self.all_walked => Ok(Some(t)),
+            _ => oldest_live(s, z, self.threshold),
+        }
+    }
+
+    /// Gives the index back to the store (a window read and not written keeps it as found).
+    pub fn finish<S: RateStore>(&mut self, s: &mut S, z: &[u8]) {
+        match self.index.take() {
+            Some(ix) if ix.ends.count > 0 => s.keep_index(z, ix),
+            _ => {}
+        }
+    }
+}
+
+/// Reads the window of zset `z` at `now` for a limiter of `interval` ms: `WrongType` if `z` is
+/// no zset, `BadGrant` if a member it reads is malformed. The store's index of `z` is taken
+/// (and kept in the window), or rebuilt if it is not `z`'s: its length and first member are
+/// compared (every body of Redisson's that writes the zset changes one of them), and its last
+/// member says whether the whole window left.
+pub fn read<S: RateStore>(s: &mut S, z: &[u8], now: i64, interval: i64) -> Result<Window> {
+    let threshold = now.saturating_sub(interval);
+    let thr = threshold as f64;
+    let members = s.zset_len(z)?;
+    let mut index = s.take_index(z).filter(|ix| ix.ends.count == members);
+    let mut w = Window::empty(threshold, interval);
+    if members == 0 {
+        return Ok(w);
+    }
+    w.members = members;
+    // A window the index says left whole: once its first member confirms the index, nothing
+    // more is walked.
+    let newest = index.as_ref().and_then(|ix| ix.ends.last.as_ref()).map(|l| l.0);
+    let left_whole = newest.is_some_and(|t| t <= thr);
+    let (mut first_known, mut seen, mut bad) = (false, false, false);
+    let (walked, next, oldest) = (&mut w.walked, &mut w.next, &mut w.oldest);
+    s.zset_scan(z, f64::NEG_INFINITY, f64::INFINITY, &mut |m, score| {
+        if !seen {
+            seen = true;
+            first_known =
+                index.as_ref().and_then(|ix| ix.ends.first.as_ref()).is_some_and(|f| f.0 == score && f.1 == m);
+            if first_known && left_whole {
+                return false;
+            }
+        }
+        if score <= thr && walked.len() < STEP {
+            match unpack(m) {
+                Some((_, p)) => walked.push((score, p)),
+                None => bad = true,
+            }
+            return !bad;
+        }
+        if !walked.is_empty() {
+            *next = Some((score, m.to_vec()));
+        }
+        if score > thr {
+            *oldest = Some(score);
+        }
+        false
+    })?;
+    if bad {
+        return Err(LockError::BadGrant);
+    }
+    if !first_known {
+        index = None;
+    }
+    w.all_walked = w.oldest.is_some();
+    let whole = match (w.walked.len() == members, w.all_walked, &index) {
+        (true, _, _) => true,
+        (_, true, _) => false,
+        (_, _, Some(_)) => newest.is_some_and(|t| t <= thr),
+        // Unknown zset, more than a step expired: its newest member says whether all left.
+        (_, _, None) => newest_score(s, z)?.is_some_and(|t| t <= thr),
+    };
+    if whole {
+        // The whole window left (a quiet spell longer than the interval): nothing is live, and
+        // nothing need be summed; a settle drops the zset.
+        w.whole = true;
+        w.index = None;
+        (w.walked, w.next, w.oldest) = (Vec::new(), None, None);
+        return Ok(w);
+    }
+    let ix = match index {
+        Some(ix) => ix,
+        None => rebuild(s, z, interval)?,
+    };
+    let expired = if w.all_walked {
+        w.walked.iter().map(|&(_, p)| u128::from(p)).sum()
+    } else {
+        ix.expired(threshold, |from, to| sum(s, z, from, to).map(|(t, _)| t as u128))?
+    };
+    w.expired = expired as i128;
+    w.live = ix.total() as i128 - w.expired;
+    w.index = Some(ix);
+    Ok(w)
+}
 
 /// The highest score in `z`, if any.
-fn newest<S: RateStore>(s: &mut S, z: &[u8]) -> Result<Option<f64>> {
+fn newest_score<S: RateStore>(s: &mut S, z: &[u8]) -> Result<Option<f64>> {
     let mut last = None;
     s.zset_scan_rev(z, f64::NEG_INFINITY, f64::INFINITY, &mut |_, score| {
         last = Some(score);
@@ -151,91 +259,44 @@ fn newest<S: RateStore>(s: &mut S, z: &[u8]) -> Result<Option<f64>> {
     Ok(last)
 }
 
-/// Removes the expired members (`ZREMRANGEBYSCORE z -inf threshold`), if any; a large zset
-/// whose every member expired goes with `DEL`.
-pub fn drop_expired<S: RateStore>(s: &mut S, z: &[u8], w: &Window) {
-    if w.expired_members > WHOLE && w.expired == w.total && s.zset_len(z).is_ok_and(|n| n == w.expired_members) {
-        s.del(z);
-    } else if w.expired_members > 0 {
-        s.zset_rem_range(z, f64::NEG_INFINITY, w.threshold as f64);
-    }
-}
-
-/// Takes `amount` permits off the newest members of `z`: a member wholly taken is removed, the
-/// last one touched keeps its random bytes, score and the rest of its permits. What a release
-/// gives back is thereby no longer in the window, so its later expiry credits nothing.
-/// Returns what was taken (less than `amount` only when `z` held less).
-pub fn take_newest<S: RateStore>(s: &mut S, z: &[u8], amount: i128) -> Result<i128> {
-    if amount <= 0 {
-        return Ok(0);
-    }
-    let mut left = amount;
-    let mut gone: Vec<Vec<u8>> = Vec::new();
-    let mut partial: Option<(Vec<u8>, f64, u32)> = None;
+/// One walk of the whole zset: its index from scratch (counted by the store).
+fn rebuild<S: RateStore>(s: &mut S, z: &[u8], interval: i64) -> Result<WindowIndex> {
+    s.index_rebuilt();
+    let mut ix = WindowIndex::empty(interval);
+    let mut ends = Ends::default();
     let mut bad = false;
-    s.zset_scan_rev(z, f64::NEG_INFINITY, f64::INFINITY, &mut |m, score| {
-        let Some((_, p)) = unpack(m) else {
+    s.zset_scan(z, f64::NEG_INFINITY, f64::INFINITY, &mut |m, score| {
+        let Ok(p) = permits_of(m) else {
             bad = true;
             return false;
         };
-        if i128::from(p) <= left {
-            left -= i128::from(p);
-            gone.push(m.to_vec());
-            left > 0
-        } else {
-            partial = Some((m.to_vec(), score, p - left as u32));
-            left = 0;
-            false
+        ix.add(score, p);
+        // Walked in order: the first stays, the last is this one.
+        if ends.first.is_none() {
+            ends.first = Some((score, m.to_vec()));
         }
+        ends.count += 1;
+        match &mut ends.last {
+            Some(l) => {
+                l.0 = score;
+                l.1.clear();
+                l.1.extend_from_slice(m);
+            }
+            None => ends.last = Some((score, m.to_vec())),
+        }
+        true
     })?;
     if bad {
         return Err(LockError::BadGrant);
     }
-    let refs: Vec<&[u8]> = gone.iter().map(Vec::as_slice).collect();
-    s.zset_rem_many(z, &refs);
-    if let Some((m, score, rest)) = partial {
-        let random = unpack(&m).map_or(&[][..], |(r, _)| r).to_vec();
-        // Added before the old one goes, so the zset (and its TTL) never vanishes between.
-        s.zset_add(z, &pack(&random, rest), score);
-        s.zset_rem(z, &m);
-    }
-    Ok(amount - left)
+    // No millisecond of a zset someone else wrote is folded: its grants leave as they are.
+    ix.ends = ends;
+    Ok(ix)
 }
 
-/// How a grant enters the zset.
-#[derive(Clone, Copy, Debug)]
-pub struct Grant<'a> {
-    /// The random bytes of a new member (the module's own, or a Redisson body's ARGV[3]).
-    pub random: &'a [u8],
-    /// Merge into a member scored at the same millisecond, if one has room: the module's
-    /// commands do; a Redisson body run natively must not (its member is `random`'s).
-    pub fold: bool,
-}
-
-/// Adds a grant of `permits` scored `now`: folded into a member of the same score when
-/// `grant.fold` and the sum fits in 4 bytes (that member keeps its random bytes), else a new
-/// member of `grant.random`. True if it was folded.
-pub fn add_grant<S: RateStore>(s: &mut S, z: &[u8], now: i64, permits: u32, grant: Grant) -> Result<bool> {
-    let at = now as f64;
-    if grant.fold {
-        let mut same: Option<Vec<u8>> = None;
-        s.zset_scan(z, at, at, &mut |m, _| {
-            same = Some(m.to_vec());
-            false
-        })?;
-        if let Some(m) = same {
-            let (random, had) = unpack(&m).ok_or(LockError::BadGrant)?;
-            if let Some(sum) = had.checked_add(permits) {
-                let merged = pack(random, sum);
-                s.zset_add(z, &merged, at);
-                s.zset_rem(z, &m);
-                return Ok(true);
-            }
-        }
-    }
-    s.zset_add(z, &pack(grant.random, permits), at);
-    Ok(false)
-}
+#[cfg(test)]
+#[path = "rate_window_tests.rs"]
+mod window_tests;
 
 #[cfg(test)]
 mod tests {

@@ -6,17 +6,18 @@
 //! | `{name}:value[:<client id>]`         | string | permits available now                       |
 //! | `{name}:permits[:<client id>]`       | zset   | the grants (`core::rate_window`)            |
 //!
-//! **The model.** The zset is the truth: a limiter of `rate` per `interval` may grant `p` at
-//! `now` while the live grants hold at most `rate - p`. The value is kept at
-//! `max(0, rate - S)`, `S` the permits of every member, so Redisson's bodies, which add the
-//! expired grants to it, read the same count. A release takes its permits off the newest
-//! grants ([`release`]): given back once, never again when they expire (Redisson 7329, 7342).
-//! A value above `max(0, rate - S)` is a release made by Redisson's own body (which leaves the
-//! zset alone): the next call here takes that excess off the newest grants the same way, so
-//! the credit is neither lost nor counted twice. A value below it (an older body's
-//! `rate - ZCARD`, a hand-written value, an empty zset) is recomputed from the window.
-//! In the states Redisson's clients make by acquiring alone ([`Look::ordinary`]), every
-//! answer here is the Lua's.
+//! **The model.** The zset is the truth: a limiter of `rate` per `interval` grants `p` at `now`
+//! only while the live grants hold at most `rate - p`, whatever the value says. Nothing else
+//! can be trusted: the keyspace cannot tell a value raised by Redisson's release body from one
+//! left over from a higher rate (a `setRate` for another client, or before a restart), so a
+//! value the window does not explain is recomputed from the window, as Redisson's own
+//! `setRate(KEEPSTATE)` and recompute do. A release given here ([`release`]) takes its permits
+//! off the newest grants, so it is in the window, once.
+//!
+//! The value is written as [`Look::explained`]: what is available, less the permits of the
+//! expired grants still in the zset (a call removes at most `STEP` of them; the rest go in
+//! later calls). Redisson's bodies add the expired grants they find to the value before using
+//! it, so they read exactly what is available.
 //!
 //! Every function reads and checks everything (types, fields, members it must read, ACL,
 //! deadlines) before its first write. Time: `now` is the window's clock (the server's, `NOW`,
@@ -25,7 +26,6 @@
 
 use super::access::{KeyUse, Need};
 pub use super::rate_settings::{set_rate, try_set_rate, Settings};
-pub use super::rate_window::Grant;
 use super::rate_window::{self, Window, MAX_PERMITS};
 use super::store::RateStore;
 use super::sync_names::{limiter_permits, limiter_value};
@@ -65,24 +65,42 @@ pub struct Config {
 }
 
 /// Reads `name`'s settings: `NotInitialized` without `rate`, `interval` and `type` (as
-/// Redisson's assert), `BadLimiterField` for a field the module cannot read.
+/// Redisson's assert), `BadLimiterField` for a field the module cannot read: a `rate` or an
+/// `interval` that is not an integer of at least 1 (Redisson's `trySetRate` and `setRate`
+/// refuse both; its `tryAcquire` fails on a rate below 1), a `type` other than `0` or `1`, a
+/// `keepAliveTime` that is not an integer (Redisson's `tonumber(...) > 0` fails on it; a
+/// negative one means none, for Redisson as here).
 pub fn config<S: RateStore>(s: &mut S, name: &[u8]) -> Result<Config> {
-    let (rate, interval, mode) = (s.hash_get(name, RATE)?, s.hash_get(name, INTERVAL)?, s.hash_get(name, TYPE)?);
-    let (Some(rate), Some(interval), Some(mode)) = (rate, interval, mode) else {
+    // Each field parsed where the store holds it: (present, parsed), the mode as 0 or 1.
+    let mut got = [(false, None::<i64>); 4];
+    s.hash_get4(name, [RATE, INTERVAL, TYPE, KEEP_ALIVE], &mut |i, v| {
+        got[i] = (true, if i == 2 { mode_of(v) } else { parse_i64(v) });
+    })?;
+    let [(true, rate), (true, interval), (true, mode), (has_keep_alive, keep_alive)] = got else {
         return Err(LockError::NotInitialized);
     };
-    let rate = parse_i64(&rate).ok_or(LockError::BadLimiterField("rate"))?;
-    let interval = parse_i64(&interval).filter(|&i| i > 0).ok_or(LockError::BadLimiterField("interval"))?;
-    let mode = match mode.as_slice() {
-        b"0" => Mode::Overall,
-        b"1" => Mode::PerClient,
-        _ => return Err(LockError::BadLimiterField("type")),
+    let positive = |n: Option<i64>, field| n.filter(|&n| n > 0).ok_or(LockError::BadLimiterField(field));
+    let rate = positive(rate, "rate")?;
+    let interval = positive(interval, "interval")?;
+    let mode = match mode {
+        Some(0) => Mode::Overall,
+        Some(_) => Mode::PerClient,
+        None => return Err(LockError::BadLimiterField("type")),
     };
-    let keep_alive = match s.hash_get(name, KEEP_ALIVE)? {
-        None => 0,
-        Some(v) => parse_i64(&v).ok_or(LockError::BadLimiterField("keepAliveTime"))?.max(0),
+    let keep_alive = match (has_keep_alive, keep_alive) {
+        (false, _) => 0,
+        (true, v) => v.ok_or(LockError::BadLimiterField("keepAliveTime"))?.max(0),
     };
     Ok(Config { rate, interval, mode, keep_alive })
+}
+
+/// The `type` field: `0` or `1` exactly, as Redisson writes it.
+fn mode_of(v: &[u8]) -> Option<i64> {
+    match v {
+        b"0" => Some(0),
+        b"1" => Some(1),
+        _ => None,
+    }
 }
 
 /// The value and grant keys of one state.
@@ -116,8 +134,9 @@ pub fn check_permits(permits: i64) -> Result<u32> {
     }
 }
 
-/// One state as the keyspace has it at `now`, nothing written.
-#[derive(Clone, Debug)]
+/// One state as the keyspace has it at `now`, with its window read (and its index taken: give
+/// it back with [`Look::finish`]).
+#[derive(Debug)]
 pub struct Look {
     pub config: Config,
     pub keys: Keys,
@@ -127,22 +146,9 @@ pub struct Look {
 }
 
 impl Look {
-    /// What the value holds beyond `max(0, rate - S)`: permits given back by Redisson's
-    /// release body and not yet taken off the window (below 0: a value lower than the window
-    /// explains). 0 when the value is absent.
-    pub fn excess(&self) -> i128 {
-        let base = (i128::from(self.config.rate) - self.window.total).max(0);
-        self.value.map_or(0, |v| i128::from(v) - base)
-    }
-
-    /// The excess taken off the newest live grants by the next write.
-    pub fn folded(&self) -> i128 {
-        self.excess().clamp(0, self.window.live().max(0))
-    }
-
-    /// Live permits once the excess is taken off.
+    /// Permits of the live grants.
     pub fn live(&self) -> i128 {
-        (self.window.live() - self.folded()).max(0)
+        self.window.live.max(0)
     }
 
     /// Permits available now: never below 0, never above the rate.
@@ -150,17 +156,24 @@ impl Look {
         (i128::from(self.config.rate) - self.live()).clamp(0, i128::from(i64::MAX)) as i64
     }
 
-    /// A state Redisson's clients make by acquiring alone: a value that is exactly `rate - S`
-    /// (`S` at most the rate), or no value and no grant (a new window). Here every body since
-    /// 3.17 answers what this module answers (the count, a grant, the wait), and only the
-    /// members differ (the module folds a millisecond's grants).
-    pub fn ordinary(&self) -> bool {
-        let fits = self.window.total <= i128::from(self.config.rate);
-        match self.value {
-            Some(_) => self.excess() == 0 && fits,
-            None => self.window.total == 0 && self.window.expired_members == 0,
-        }
+    /// The value the window explains: [`Look::available`] less the expired permits still in
+    /// the zset, which Redisson's bodies add back before they read it. Never below `-expired`
+    /// (an over-committed window, a rate lowered below its grants, reads as 0, as Redisson's
+    /// `setRate` floors it).
+    pub fn explained(&self) -> i64 {
+        explained(self.config.rate, &self.window)
     }
+
+    /// Gives the window's index back to the store.
+    pub fn finish<S: RateStore>(&mut self, s: &mut S) {
+        self.window.finish(s, &self.keys.permits);
+    }
+}
+
+/// [`Look::explained`] of `window` at `rate`.
+pub(super) fn explained(rate: i64, window: &Window) -> i64 {
+    let available = (i128::from(rate) - window.live.max(0)).max(0);
+    (available - window.expired).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// What a state's commands need the caller's ACL to allow: the limiter and both keys.
@@ -186,7 +199,7 @@ pub fn look_as<S: RateStore>(
     let keys = keys(name, config.mode, client)?;
     permit(s, || needs(name, &keys, how))?;
     let value = s.get_int(&keys.value)?;
-    let window = rate_window::scan(s, &keys.permits, now, config.interval)?;
+    let window = rate_window::read(s, &keys.permits, now, config.interval)?;
     Ok(Look { config, keys, value, window })
 }
 
@@ -234,21 +247,20 @@ pub(super) fn expire_state<S: RateStore>(s: &mut S, name: &[u8], value: &[u8], p
     }
 }
 
-/// Removes the expired grants and takes the excess off the newest; writes the value when
-/// `write_value` and it changed. The live permits left.
-fn settle<S: RateStore>(s: &mut S, l: &Look, write_value: bool) -> Result<i128> {
-    rate_window::drop_expired(s, &l.keys.permits, &l.window);
-    let folded = rate_window::take_newest(s, &l.keys.permits, l.folded())?;
-    let live = (l.window.live() - folded).max(0);
-    let available = l.available();
-    if write_value && l.value != Some(available) {
-        s.set(&l.keys.value, IntBuf::default().format(available));
-    }
-    Ok(live)
+/// Removes what left the window (at most `STEP` members) and folds the newest millisecond
+/// once it is past.
+fn settle<S: RateStore>(s: &mut S, l: &mut Look, now: i64) -> Result<()> {
+    l.window.settle(s, &l.keys.permits);
+    l.window.fold(s, &l.keys.permits, now)
 }
 
-fn note<S: RateStore>(s: &mut S, l: &Look, live: i128) {
-    s.note_total(&l.keys.permits, u64::try_from(live).unwrap_or(0));
+/// Writes the value the window explains, if the key holds another; the value it now holds.
+fn write_value<S: RateStore>(s: &mut S, l: &Look) -> i64 {
+    let v = l.explained();
+    if l.value != Some(v) {
+        s.set(&l.keys.value, IntBuf::default().format(v));
+    }
+    v
 }
 
 /// Redisson's wait: `3 + interval - (now - oldest live grant)` ms, 0 with no live grant.
@@ -266,44 +278,44 @@ pub enum Acquire {
 }
 
 /// `RATELIMITER.ACQUIRE name permits`: `tryAcquire(permits)` at `now`. Grants when `permits`
-/// are available and nobody is parked ahead (`queued_ahead`): the grant is added
-/// ([`rate_window::add_grant`]) and the value decremented. Else the wait.
-#[allow(clippy::too_many_arguments)]
+/// are available and nobody is parked ahead (`queued_ahead`): a member of `random` bytes scored
+/// `now` is added and the value decremented. Else the wait.
 pub fn acquire<S: RateStore>(
     s: &mut S,
     name: &[u8],
     client: Option<&[u8]>,
     permits: i64,
     now: i64,
-    grant: Grant,
+    random: &[u8],
     queued_ahead: bool,
 ) -> Result<Acquire> {
     let p = check_permits(permits)?;
-    let l = look_as(s, name, client, now, KeyUse::ReadWrite, Some(permits))?;
+    let mut l = look_as(s, name, client, now, KeyUse::ReadWrite, Some(permits))?;
     let ttl = ttl_plan(s, name, &l.config)?;
-    let live = settle(s, &l, true)?;
-    let out = if !queued_ahead && live + i128::from(permits) <= i128::from(l.config.rate) {
-        rate_window::add_grant(s, &l.keys.permits, now, p, grant)?;
-        s.decr_by(&l.keys.value, permits)?;
-        note(s, &l, live + i128::from(permits));
+    settle(s, &mut l, now)?;
+    let value = write_value(s, &l);
+    let out = if !queued_ahead && l.live() + i128::from(permits) <= i128::from(l.config.rate) {
+        l.window.add_grant(s, &l.keys.permits, now, p, random);
+        s.decr_known(&l.keys.value, value, permits)?;
         Acquire::Granted
     } else {
-        note(s, &l, live);
-        let oldest = rate_window::oldest_live(s, &l.keys.permits, l.window.threshold)?;
+        let oldest = l.window.oldest_live(s, &l.keys.permits)?;
         Acquire::Wait(wait_ms(oldest, now, l.config.interval))
     };
     apply_ttl(s, name, &l.keys, ttl);
+    l.finish(s);
     Ok(out)
 }
 
 /// `RATELIMITER.AVAILABLE name`: `availablePermits()` at `now`, with the TTLs an acquire
 /// leaves (Redisson's body leaves the value key it writes without one).
 pub fn available<S: RateStore>(s: &mut S, name: &[u8], client: Option<&[u8]>, now: i64) -> Result<i64> {
-    let l = look_as(s, name, client, now, KeyUse::ReadWrite, None)?;
+    let mut l = look_as(s, name, client, now, KeyUse::ReadWrite, None)?;
     let ttl = ttl_plan(s, name, &l.config)?;
-    let live = settle(s, &l, true)?;
-    note(s, &l, live);
+    settle(s, &mut l, now)?;
+    write_value(s, &l);
     apply_ttl(s, name, &l.keys, ttl);
+    l.finish(s);
     Ok(l.available())
 }
 
@@ -312,36 +324,41 @@ pub fn available<S: RateStore>(s: &mut S, name: &[u8], client: Option<&[u8]>, no
 /// returns: at most the rate, and never credited again when those grants expire.
 pub fn release<S: RateStore>(s: &mut S, name: &[u8], client: Option<&[u8]>, permits: i64, now: i64) -> Result<i64> {
     check_permits(permits)?;
-    let l = look_as(s, name, client, now, KeyUse::ReadWrite, None)?;
+    let mut l = look_as(s, name, client, now, KeyUse::ReadWrite, None)?;
     let ttl = ttl_plan(s, name, &l.config)?;
-    let live = settle(s, &l, false)?;
-    let live = live - rate_window::take_newest(s, &l.keys.permits, i128::from(permits).min(live))?;
-    let v = (i128::from(l.config.rate) - live).clamp(0, i128::from(i64::MAX)) as i64;
+    settle(s, &mut l, now)?;
+    let live = l.live();
+    l.window.take_newest(s, &l.keys.permits, i128::from(permits).min(live))?;
     // Redisson's release always writes the value with SET.
-    s.set(&l.keys.value, IntBuf::default().format(v));
-    note(s, &l, live);
+    s.set(&l.keys.value, IntBuf::default().format(l.explained()));
     apply_ttl(s, name, &l.keys, ttl);
-    Ok(v)
+    l.finish(s);
+    Ok(l.available())
 }
 
 /// The wait a refused `permits` would be told at `now`, by reads alone (a parked client's
 /// timeout): 0 when they are available.
 pub fn wait<S: RateStore>(s: &mut S, name: &[u8], client: Option<&[u8]>, permits: i64, now: i64) -> Result<i64> {
     check_permits(permits)?;
-    let l = look_as(s, name, client, now, KeyUse::Read, Some(permits))?;
-    if i128::from(permits) <= i128::from(l.available()) {
-        return Ok(0);
-    }
-    let oldest = rate_window::oldest_live(s, &l.keys.permits, l.window.threshold)?;
-    Ok(wait_ms(oldest, now, l.config.interval))
+    let mut l = look_as(s, name, client, now, KeyUse::Read, Some(permits))?;
+    let out = if i128::from(permits) <= i128::from(l.available()) {
+        0
+    } else {
+        wait_ms(l.window.oldest_live(s, &l.keys.permits)?, now, l.config.interval)
+    };
+    l.finish(s);
+    Ok(out)
 }
 
 /// When (absolute ms on the window's clock) the oldest live grant leaves the window: the
 /// moment a parked client may next be granted without anyone writing. None if nothing is live.
+/// Reads the settings and one member: O(log N).
 pub fn next_wake<S: RateStore>(s: &mut S, name: &[u8], client: Option<&[u8]>, now: i64) -> Result<Option<i64>> {
-    let l = look(s, name, client, now)?;
-    let oldest = rate_window::oldest_live(s, &l.keys.permits, l.window.threshold)?;
-    Ok(oldest.map(|t| (t.ceil() as i64).saturating_add(l.config.interval)))
+    let c = config(s, name)?;
+    let keys = keys(name, c.mode, client)?;
+    permit(s, || needs(name, &keys, KeyUse::Read))?;
+    let oldest = rate_window::oldest_live(s, &keys.permits, now.saturating_sub(c.interval))?;
+    Ok(oldest.map(|t| (t.ceil() as i64).saturating_add(c.interval)))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use super::access::Need;
 use super::error::LockError;
 use super::names;
 use super::numbers::parse_i64;
+use super::rate_index::WindowIndex;
 use super::reply::Result;
 
 /// `PTTL` of a missing key.
@@ -19,9 +20,11 @@ pub const TTL_PERSISTENT: i64 = -1;
 pub trait Store {
     /// The server's clock in ms, read once per command.
     fn now(&self) -> i64;
-    /// The same reading in microseconds, where the server keeps them (7.2+); else `now() * 1000`.
-    fn now_us(&self) -> i64 {
-        self.now().saturating_mul(1000)
+    /// The real-time clock in ns, read at this call: redis-cell's clock (its `time::now_utc()`),
+    /// which `CL.THROTTLE` follows to reply what redis-cell replies in the same instant.
+    /// Defaults to `now()` (a store with a fake clock).
+    fn wall_ns(&self) -> i64 {
+        self.now().saturating_mul(1_000_000)
     }
 
     // -- access --------------------------------------------------------------------------------
@@ -33,6 +36,12 @@ pub trait Store {
     /// Checks each need against the caller's ACL: `NOPERM` naming the first one denied.
     fn permit(&mut self, _needs: &[Need]) -> Result<()> {
         Ok(())
+    }
+    /// In Redis Cluster, for a command: the hash slot of its key, where every derived key and
+    /// channel must lie too (see [`permit`]). None outside a cluster, and for the module's own
+    /// upkeep (a parked client's grant was checked when it parked).
+    fn cluster_slot(&mut self) -> Option<u16> {
+        None
     }
 
     // -- any type ------------------------------------------------------------------------------
@@ -209,10 +218,20 @@ pub const MAX_HOLDS_PER_FIELD: i64 = 1 << 20;
 /// list is built only for a caller the ACL may deny something: an unrestricted one pays for
 /// no names, even where the list is O(N).
 pub fn permit<S: Store>(s: &mut S, needs: impl FnOnce() -> Vec<Need>) -> Result<()> {
-    if s.restricted() {
-        s.permit(&needs())
-    } else {
-        Ok(())
+    let restricted = s.restricted();
+    let slot = s.cluster_slot();
+    if !restricted && slot.is_none() {
+        return Ok(());
+    }
+    let needs = needs();
+    if restricted {
+        s.permit(&needs)?;
+    }
+    // Redisson's scripts name these keys and channels in KEYS: where one lies in another slot,
+    // the cluster refuses the script with CROSSSLOT, and the command is refused the same way.
+    match slot {
+        Some(slot) if needs.iter().any(|n| names::key_slot(n.name()) != slot) => Err(LockError::CrossSlot),
+        _ => Ok(()),
     }
 }
 
@@ -285,15 +304,15 @@ pub trait SyncStore: Store {
 }
 
 /// What the rate limiter (`core::ratelimiter`) needs beyond [`SyncStore`]: walks over a score
-/// range that allocate nothing per member, `ZREMRANGEBYSCORE`, and the sum of a window's
-/// permits remembered between commands.
+/// range that allocate nothing per member, the removals it makes, and its windows' indexes
+/// remembered between commands.
 ///
-/// The limiter's zset holds one member per grant; a command must not re-read every member to
-/// learn how many permits the window holds (Redisson's recompute does, at 50-130 ms per call
-/// past 100,000 members). So the algorithm tells the store the sum it leaves behind
-/// ([`RateStore::note_total`]), and the store gives it back ([`RateStore::known_total`]) as
-/// long as the zset is the one it was told about. The defaults remember nothing: every call
-/// then sums the zset, which is exact and slow.
+/// The limiter's zset holds about one member per millisecond of its window; a command must
+/// not re-read every member to learn how many permits the window holds (Redisson's recompute
+/// does, at 50-130 ms per call past 100,000 members). So the algorithm hands the store an
+/// index of the zset it leaves behind ([`RateStore::keep_index`]), and takes it back on the
+/// next call ([`RateStore::take_index`]), checking it is still that zset's. The defaults
+/// remember nothing: every call then walks the zset, which is exact and slow.
 pub trait RateStore: SyncStore {
     /// Visits the members with `min <= score <= max`, lowest score first (ties by member),
     /// while `f(member, score)` returns true. `WrongType` if the key is not a zset.
@@ -321,13 +340,48 @@ pub trait RateStore: SyncStore {
         let refs: Vec<&[u8]> = gone.iter().map(Vec::as_slice).collect();
         self.zset_rem_many(key, &refs)
     }
-    /// The total last given to [`RateStore::note_total`] for `key`, if the zset has not
-    /// changed since (as far as the store can tell cheaply); None if unknown.
-    fn known_total(&mut self, _key: &[u8]) -> Option<u64> {
+    /// `ZREMRANGEBYRANK key 0 n-1` on a key known to be a zset (or absent): its `n` lowest
+    /// members go.
+    fn zset_rem_first(&mut self, key: &[u8], n: usize) {
+        let gone: Vec<Vec<u8>> = self
+            .zset_range_by_score(key, f64::NEG_INFINITY, f64::INFINITY, Some(n))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect();
+        let refs: Vec<&[u8]> = gone.iter().map(Vec::as_slice).collect();
+        self.zset_rem_many(key, &refs);
+    }
+    /// `HGET` of four fields at once: `f(i, value)` for each field the hash holds. One lookup of
+    /// the hash where a store can; `WrongType` if the key is not a hash.
+    fn hash_get4(&mut self, key: &[u8], fields: [&[u8]; 4], f: &mut dyn FnMut(usize, &[u8])) -> Result<()> {
+        for (i, field) in fields.iter().enumerate() {
+            if let Some(v) = self.hash_get(key, field)? {
+                f(i, &v);
+            }
+        }
+        Ok(())
+    }
+    /// `DECRBY key by` on a key the caller knows holds the integer `current` (it just read or
+    /// wrote it): a store need not read it again.
+    fn decr_known(&mut self, key: &[u8], current: i64, by: i64) -> Result<i64> {
+        let _ = current;
+        self.decr_by(key, by)
+    }
+    /// `UNLINK key`: `DEL`, the memory freed in the background.
+    fn zset_unlink(&mut self, key: &[u8]) {
+        self.del(key);
+    }
+    /// The index remembered for the zset at `key`, taken out of the store (the caller gives
+    /// it back with [`RateStore::keep_index`], or it is forgotten). The caller checks that it
+    /// is still this zset's.
+    fn take_index(&mut self, _key: &[u8]) -> Option<WindowIndex> {
         None
     }
-    /// The zset at `key` now holds `total` permits in all (its members' sum).
-    fn note_total(&mut self, _key: &[u8], _total: u64) {}
+    /// Remembers `index` for the zset at `key` until the next [`RateStore::take_index`].
+    fn keep_index(&mut self, _key: &[u8], _index: WindowIndex) {}
+    /// A window's index was rebuilt by walking its zset (`INFO lockmod` counts these).
+    fn index_rebuilt(&mut self) {}
     /// `PERSIST key` on a key known to have an expiry: true if it had one (Redisson's
     /// `clearExpire` over the limiter's keys).
     fn persist(&mut self, key: &[u8]) -> bool;

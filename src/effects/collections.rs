@@ -31,6 +31,14 @@ pub(super) fn score_text(score: f64) -> String {
     }
 }
 
+/// `f` of [`score_text`], on the stack for the integral scores the module writes.
+pub(super) fn with_score_text<R>(score: f64, f: impl FnOnce(&[u8]) -> R) -> R {
+    match integral(score) {
+        Some(n) => f(crate::ffi::IntBuf::default().format(n)),
+        None => f(score_text(score).as_bytes()),
+    }
+}
+
 impl RedisStore<'_> {
     fn typed_len(&mut self, key: &[u8], kind: KeyKind) -> Result<usize> {
         Ok(self.typed(key, kind)?.map_or(0, |k| k.key.len()))
@@ -185,16 +193,10 @@ impl RedisStore<'_> {
         if !matches!(k.key.kind(), KeyKind::Empty | KeyKind::Zset) {
             return false;
         }
-        let new = k.key.zset_score(m.raw()).is_none();
-        k.key.zset_add(score, m.raw());
-        let text = score_text(score);
-        self.effect(
-            ZSET,
-            event,
-            k.name.raw(),
-            c"ZADD",
-            &[Arg::S(k.name.raw()), Arg::B(text.as_bytes()), Arg::S(m.raw())],
-        );
+        let new = k.key.zset_add(score, m.raw());
+        with_score_text(score, |text| {
+            self.effect(ZSET, event, k.name.raw(), c"ZADD", &[Arg::S(k.name.raw()), Arg::B(text), Arg::S(m.raw())]);
+        });
         new
     }
 

@@ -17,6 +17,12 @@ impl RedisStore<'_> {
     /// that is no integer, a sum past the 64-bit range: `INCRBY`'s errors, nothing written).
     fn add_to_counter(&mut self, key: &[u8], by: i64, decr: bool) -> Result<i64> {
         let current = self.get_int(key)?.unwrap_or(0);
+        self.add_to_known(key, current, by, decr)
+    }
+
+    /// [`RedisStore::add_to_counter`] on a counter known to hold `current` (read or written in
+    /// this command).
+    pub(super) fn add_to_known(&mut self, key: &[u8], current: i64, by: i64, decr: bool) -> Result<i64> {
         let next = incremented(current, by)?;
         // `DECRBY i64::MIN` is Redis' overflow error too: its negation does not fit.
         let step = if decr { by.checked_neg().ok_or(LockError::Overflow)? } else { by };

@@ -65,6 +65,12 @@ pub struct RedisStore<'a> {
     /// an argument's buffer is remembered: it lives as long as the command, so no other buffer
     /// can take its address (a temporary's could be reused by another name).
     arg_slot: Option<(usize, usize, usize)>,
+    /// The slot of the last key asked for by any other buffer (its address and length): a hint
+    /// only, confirmed by comparing the name, since a freed buffer's address can come back.
+    last_slot: Option<(usize, usize, usize)>,
+    /// The name of the rate limiter window index last taken from the store's map, reused when
+    /// the index goes back (`rate_windows`).
+    index_name: Option<Vec<u8>>,
     /// Whose ACL the derived keys and channels are checked against.
     access: Access,
     /// Keys are opened for writing; false for a read-only command (`LOCK.INFO`).
@@ -101,6 +107,8 @@ impl<'a> RedisStore<'a> {
             keys: OpenKeys::default(),
             last_int: None,
             arg_slot: None,
+            last_slot: None,
+            index_name: None,
             access,
             write: true,
             served_by,
@@ -200,6 +208,11 @@ impl<'a> RedisStore<'a> {
                 return i;
             }
         }
+        if let Some((p, l, i)) = self.last_slot {
+            if (p, l) == at && self.name_is(&self.keys[i].name, key) {
+                return i;
+            }
+        }
         let i = match self.keys.find(|k| self.name_is(&k.name, key)) {
             Some(i) => i,
             None => {
@@ -209,10 +222,9 @@ impl<'a> RedisStore<'a> {
                 self.keys.push(OpenKey { name, key: handle, existed })
             }
         };
-        if let Name::Arg(a, _) = self.keys[i].name {
-            if self.args.bytes(a).as_ptr() as usize == at.0 {
-                self.arg_slot = Some((at.0, at.1, i));
-            }
+        match self.keys[i].name {
+            Name::Arg(a, _) if self.args.bytes(a).as_ptr() as usize == at.0 => self.arg_slot = Some((at.0, at.1, i)),
+            _ => self.last_slot = Some((at.0, at.1, i)),
         }
         i
     }

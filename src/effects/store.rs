@@ -15,15 +15,8 @@ impl Store for RedisStore<'_> {
         self.now
     }
 
-    fn now_us(&self) -> i64 {
-        // The cached reading of this command, if `now` was taken from it (a store made for a
-        // timer keeps the ms it was given).
-        let us = crate::ffi::Ctx::cached_us();
-        if us.div_euclid(1000) == self.now {
-            us
-        } else {
-            self.now.saturating_mul(1000)
-        }
+    fn wall_ns(&self) -> i64 {
+        crate::ffi::Ctx::wall_ns()
     }
 
     fn restricted(&mut self) -> bool {
@@ -32,6 +25,14 @@ impl Store for RedisStore<'_> {
 
     fn permit(&mut self, needs: &[Need]) -> Result<()> {
         self.access.permit(&self.ctx, needs)
+    }
+
+    fn cluster_slot(&mut self) -> Option<u16> {
+        // Every command of the module declares its key first (key spec first=1).
+        if !self.access.own_command() || self.args.len() < 2 || !self.ctx.in_cluster() {
+            return None;
+        }
+        Some(crate::core::names::key_slot(self.args.bytes(1)))
     }
 
     fn exists(&mut self, key: &[u8]) -> bool {

@@ -50,6 +50,7 @@ needed_apis!(
     RedisModule_GetAbsExpire,
     RedisModule_SetAbsExpire,
     RedisModule_DeleteKey,
+    RedisModule_UnlinkKey,
     RedisModule_Replicate,
     RedisModule_PublishMessage,
     RedisModule_CreateString,

@@ -29,15 +29,12 @@ impl Ctx {
         }
     }
 
-    /// [`Ctx::cached_ms`] in microseconds: the same reading where the server caches one (7.2+),
-    /// else the millisecond clock times 1000 (7.0 has no microsecond clock).
-    pub fn cached_us() -> i64 {
-        // SAFETY: as `cached_ms`: a read of a pointer Redis wrote during RedisModule_Init, then
-        // a plain read of the server's cached clock.
-        match unsafe { raw::RedisModule_CachedMicroseconds } {
-            Some(f) => unsafe { f() },
-            None => Self::now_ms().saturating_mul(1000),
-        }
+    /// The real-time clock in ns, read now (`CLOCK_REALTIME`, as redis-cell's `time::now_utc()`):
+    /// neither cached nor rounded to the server's ms, so two calls in one millisecond (or one
+    /// `EXEC`) read two instants, as redis-cell's do.
+    pub fn wall_ns() -> i64 {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
     }
 
     /// The server's clock in ms, read now (for timers and callbacks outside a command).

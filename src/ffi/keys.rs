@@ -106,6 +106,16 @@ impl Key {
         ok
     }
 
+    /// `UNLINK`: the key goes now, its memory is freed by a background thread when it is large
+    /// (as Redis' own `UNLINK` decides).
+    pub fn unlink(&self) -> bool {
+        let existed = self.kind() != KeyKind::Empty;
+        // SAFETY: live key handle opened for writing.
+        let ok = unsafe { api!(RedisModule_UnlinkKey)(self.ptr) == OK };
+        self.mark(ok && existed);
+        ok
+    }
+
     // -- string -------------------------------------------------------------------------------
 
     /// The bytes of a string key (empty if the key is empty).

@@ -28,6 +28,31 @@ impl Key {
         (!out.is_null()).then_some(RStr { ctx: self.ctx, ptr: out })
     }
 
+    /// The values of four fields in one call (one lookup of the key's value): each `None` where
+    /// the hash lacks it.
+    pub fn hash_get4(&self, fields: [StrRef; 4]) -> [Option<RStr>; 4] {
+        let mut out: [RawStr; 4] = [std::ptr::null_mut(); 4];
+        let [a, b, c, d] = &mut out;
+        // SAFETY: variadic (field, out-pointer) pairs ended by NULL, four of them; each value
+        // string is created with our context and freed by the returned `RStr`.
+        unsafe {
+            api!(RedisModule_HashGet)(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                fields[0].ptr,
+                a as *mut RawStr,
+                fields[1].ptr,
+                b as *mut RawStr,
+                fields[2].ptr,
+                c as *mut RawStr,
+                fields[3].ptr,
+                d as *mut RawStr,
+                std::ptr::null_mut::<c_void>(),
+            );
+        }
+        out.map(|p| (!p.is_null()).then_some(RStr { ctx: self.ctx, ptr: p }))
+    }
+
     /// The integer value of `field`: `Ok(None)` if absent, `Err(NotAnInteger)` otherwise.
     pub fn hash_get_int(&self, field: StrRef) -> Result<Option<i64>, NotAnInteger> {
         match self.hash_get(field) {
@@ -136,14 +161,15 @@ impl Key {
 
     // -- zset ---------------------------------------------------------------------------------
 
-    /// Adds or updates `member` with `score`.
-    pub fn zset_add(&self, score: f64, member: StrRef) {
+    /// Adds or updates `member` with `score`: true if the member is new.
+    pub fn zset_add(&self, score: f64, member: StrRef) -> bool {
         let mut flags: c_int = 0;
         // SAFETY: live key handle opened for writing; Redis copies the member.
         let ok = unsafe { api!(RedisModule_ZsetAdd)(self.ptr, score, member.ptr, &mut flags) };
         // As ZADD: a member re-added with its own score changed nothing.
         let changed = (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int;
         self.mark(ok == OK && flags & changed != 0);
+        ok == OK && flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0
     }
 
     pub fn zset_rem(&self, member: StrRef) -> bool {
@@ -216,6 +242,18 @@ impl Key {
             out.push(m);
             true
         });
+        out
+    }
+
+    /// The `n` lowest members of a zset as module strings, lowest first.
+    pub fn zset_first_members(&self, n: usize) -> Vec<RStr> {
+        let mut out = Vec::with_capacity(n.min(1024));
+        if n > 0 {
+            self.zset_range(f64::NEG_INFINITY, f64::INFINITY, false, |m, _| {
+                out.push(m);
+                out.len() < n
+            });
+        }
         out
     }
 

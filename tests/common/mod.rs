@@ -17,6 +17,7 @@ pub mod names;
 pub mod parked;
 pub mod proxy;
 pub mod rate_calls;
+pub mod rate_diff;
 pub mod rate_pair;
 pub mod rate_states;
 pub mod ratelimiter;

@@ -113,6 +113,19 @@ pub fn grants(c: &mut redis::Connection, key: &str) -> Vec<(i64, u32)> {
         .collect()
 }
 
+/// (score, permits) per score (the members of one millisecond summed: the module folds them
+/// into one member when the next millisecond's call comes), lowest score first.
+pub fn grants_per_ms(c: &mut redis::Connection, key: &str) -> Vec<(i64, u32)> {
+    let mut out: Vec<(i64, u32)> = Vec::new();
+    for (t, p) in grants(c, key) {
+        match out.last_mut() {
+            Some(last) if last.0 == t => last.1 += p,
+            _ => out.push((t, p)),
+        }
+    }
+    out
+}
+
 /// `RGcra` (4.7.0+): `trySetRate` (KEYS `{name}:config`), `setRate` and `tryAcquire` (KEYS
 /// `{name}:config`, name).
 pub const GCRA_TRY_SET: &str = "31e2744ec67810e2a7dd71e4b68f8fd337e35cc0";
