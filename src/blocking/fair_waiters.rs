@@ -21,7 +21,8 @@ use super::serve::serve;
 use super::waiter::LockId;
 use super::waiter::TimerData;
 use crate::acl::Who;
-use crate::core::{fair, Reply};
+use crate::core::lock::fair;
+use crate::core::Reply;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 

@@ -67,7 +67,7 @@ mod waiter;
 mod waiters;
 mod windows;
 
-pub use crate::core::rwlock::Writers;
+pub use crate::core::lock::rwlock::Writers;
 pub use crate::effects::served::{any_parked, ServedBy};
 pub use acquire::{acquire, acquire_sync};
 pub use callbacks::{on_demoted, on_flush, register, DEMOTED};

@@ -1,8 +1,8 @@
 //! Expired permits of the expirable semaphore come back at their deadline, with nobody
 //! calling: one timer per semaphore, at the earliest lease end in `{name}:timeout`
-//! (`core::permits::next_expiry`), runs `core::permits::reclaim` (the same writes, messages
-//! and replication as Redisson's reclaim), then serves the semaphore's parked clients and
-//! re-arms for the next lease end.
+//! (`core::sync::permits::next_expiry`), runs `core::sync::permits::reclaim` (the same writes,
+//! messages and replication as Redisson's reclaim), then serves the semaphore's parked clients
+//! and re-arms for the next lease end.
 //!
 //! A timer is armed by every `PSEMAPHORE.*` command that gives a permit a lease, when a client
 //! parks on an expirable semaphore, and by the timer itself. Permits leased by others (a
@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 
 use super::waiter::{LockId, Map, TimerData, TimerId};
-use crate::core::permits;
+use crate::core::sync::permits;
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
@@ -107,7 +107,7 @@ pub(super) fn run_due(ctx: &Ctx, serve: fn(&Ctx, &LockId)) {
         let mut store = RedisStore::at(ctx, &args, now).served_by_writer();
         let before = crate::core::store::SyncStore::zset_count(
             &mut store,
-            &crate::core::sync_names::permit_timeouts(&id.1),
+            &crate::core::sync::names::permit_timeouts(&id.1),
             0.0,
             now as f64,
         )

@@ -18,7 +18,7 @@
 //!
 //! A zset found is a semaphore's only if its name is one `permit_timeouts` makes, the count
 //! beside it is an integer and its earliest lease is held by a 16-byte id
-//! (`core::permits::has_leases`); else nothing is armed and nothing written. The look only
+//! (`core::sync::permits::has_leases`); else nothing is armed and nothing written. The look only
 //! reads; the reclaim it arms writes only when `super::paused::gate` allows, and a replica
 //! arms nothing.
 
@@ -27,8 +27,8 @@ use std::collections::VecDeque;
 
 use super::reclaim;
 use super::waiter::{TimerData, TimerId};
-use crate::core::permits;
-use crate::core::sync_names::names_of_permit_timeouts;
+use crate::core::sync::names::names_of_permit_timeouts;
+use crate::core::sync::permits;
 use crate::effects::RedisStore;
 use crate::ffi::scan::KeyScan;
 use crate::ffi::{Args, Ctx, KeyKind};

@@ -17,7 +17,7 @@ use super::waiter::TimerData;
 use super::waiter::{LockId, Waiter};
 use super::waiters::Waiters;
 use super::{fair_queue, paused, poll, priority};
-use crate::core::rwlock::Writers;
+use crate::core::lock::rwlock::Writers;
 use crate::effects::ServedBy;
 
 /// Serves the locks of the current database that changed during this command. Called by every

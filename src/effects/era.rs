@@ -1,10 +1,11 @@
-//! The fencing era on the module's store (`crate::core::era`): the floor a grant starts from,
+//! The fencing era on the module's store (`crate::core::lock::era`): the floor a grant starts from,
 //! and a counter's move up to it, the era's record written first where this history lacks it
 //! (and the node's era file before that: `super::era_file`).
 
 use super::RedisStore;
+use crate::core::lock::era;
 use crate::core::store::SyncStore;
-use crate::core::{era, names, slots, IntBuf};
+use crate::core::{names, slots, IntBuf};
 
 impl RedisStore<'_> {
     /// `SET` of the era key, if the era in force is not recorded in this history yet: before

@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use crate::core::{config, era, IntBuf};
+use crate::core::lock::era;
+use crate::core::{config, IntBuf};
 use crate::ffi::{log, Ctx};
 
 /// Durable writes of the file.

@@ -1,6 +1,6 @@
 //! Fencing tokens that never go back (issue 35): what the module does when grants may have
-//! been lost. The arithmetic and the node's era are `crate::core::era`; a grant's own move is
-//! `crate::core::fencing` on the store (`crate::effects`).
+//! been lost. The arithmetic and the node's era are `crate::core::lock::era`; a grant's own move is
+//! `crate::core::lock::fencing` on the store (`crate::effects`).
 //!
 //! - **An event** ([`on_event`]): this server became a writable primary with a keyspace that
 //!   may be behind grants made elsewhere or before: a replica promoted (`REPLICAOF NO ONE`,
@@ -13,8 +13,8 @@
 //!   number of keys per 1 ms tick, so that no event stalls the server: about 3 s per
 //!   million keys, the server answering clients between ticks.
 //! - **Before the walk gets there**, every grant moves its own counter first: the module's
-//!   commands and Redisson's bodies run natively through `core::fencing`; Redisson's Lua (or any
-//!   `INCR`/`INCRBY` of a counter) through the command filter ([`touch`]), which looks at
+//!   commands and Redisson's bodies run natively through `core::lock::fencing`; Redisson's Lua
+//!   (or any `INCR`/`INCRBY` of a counter) through the command filter ([`touch`]), which looks at
 //!   commands only while the walk runs, and at a script's commands when a script names a
 //!   counter (so a name the lost history created starts above it too).
 //!
@@ -35,7 +35,7 @@ pub mod records;
 pub mod touch;
 pub mod walk;
 
-use crate::core::era;
+use crate::core::lock::era;
 use crate::effects::era_file;
 use crate::ffi::{log, Ctx};
 

@@ -4,7 +4,7 @@
 //! `MULTI`, postpone it in a pause, or refuse it), and does not know which database the
 //! command runs in, so it rewrites the call: `INCRBY counter d`, with `d` what lifts the
 //! counter from the lowest value it holds in any database to the floor plus the step
-//! (`core::era::incr_instead`). The counter then ends exactly where a move and the `INCR`
+//! (`core::lock::era::incr_instead`). The counter then ends exactly where a move and the `INCR`
 //! would have left it; where it moved meanwhile (a queued command, a pause) it ends higher,
 //! never lower.
 //!
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use redis_module::raw;
 
 use super::look;
-use crate::core::era::{self, Held};
+use crate::core::lock::era::{self, Held};
 use crate::core::{names, parse_i64, IntBuf};
 use crate::ffi::events::module_ctx;
 use crate::ffi::filter::{server_flags, FilterCall, Owned};

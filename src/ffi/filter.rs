@@ -229,7 +229,7 @@ fn timeout_key(key: &[u8]) {
 fn script_keys(call: FilterCall) {
     let Some(n) = call.arg(2).and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else { return };
     let last = call.argc().min(n.saturating_add(3));
-    let fenced = crate::core::era::era() > 0 || !crate::core::era::is_open();
+    let fenced = crate::core::lock::era::era() > 0 || !crate::core::lock::era::is_open();
     for key in (3..last).filter_map(|i| call.arg(i)) {
         timeout_key(key);
         if fenced && crate::core::names::is_token(key) {

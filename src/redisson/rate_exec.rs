@@ -1,5 +1,5 @@
 //! Runs a rewritten call of a rate-limiter body: the body's own semantics on the store
-//! (`crate::core::rate_bodies`, `crate::core::rate_body_settings`), or the cause for which
+//! (`crate::core::rate::bodies`, `crate::core::rate::body_settings`), or the cause for which
 //! the body runs as Lua (nothing was written).
 //!
 //! The rule is the locks' (`super::exec`): a rewritten call answers exactly as the script
@@ -12,8 +12,10 @@
 
 use super::rate_table::RateKind;
 use super::stats::Cause;
-use crate::core::rate_bodies::{self as bodies, Answer, Five, Why};
-use crate::core::rate_body_settings::{self as settings, Cond, ExpireOp};
+use crate::core::rate::bodies;
+use crate::core::rate::bodies::{Answer, Five, Why};
+use crate::core::rate::body_settings as settings;
+use crate::core::rate::body_settings::{Cond, ExpireOp};
 use crate::core::store::RateStore;
 use crate::core::{parse_i64, Reply};
 use crate::effects::stats;

@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use super::native::{Native, A};
 use super::rate_table::RateKind;
 use crate::core::parse_i64;
-use crate::core::rate_body_settings::Cond;
-use crate::core::rate_window::MAX_PERMITS;
-use crate::core::sync_names::{limiter_permits, limiter_value};
+use crate::core::rate::body_settings::Cond;
+use crate::core::rate::window::MAX_PERMITS;
+use crate::core::sync::names::{limiter_permits, limiter_value};
 
 /// The largest `now` (either sign) a body is answered for: with an interval of up to 10^14
 /// added, still an exact double.
@@ -78,7 +78,7 @@ pub fn plan(kind: RateKind, keys: &[&[u8]], argv: &[&[u8]]) -> Option<Vec<A>> {
     }
     let keys_ok = match kind {
         TrySet(_) | GcraTrySet | GcraSet | GcraAcquire => true,
-        SetRate(crate::core::rate_body_settings::SetRate::Old) => {
+        SetRate(crate::core::rate::body_settings::SetRate::Old) => {
             keys[1] == limiter_value(keys[0], None) && keys[2] == limiter_permits(keys[0], None)
         }
         _ => client_of(keys).is_some(),
@@ -88,7 +88,7 @@ pub fn plan(kind: RateKind, keys: &[&[u8]], argv: &[&[u8]]) -> Option<Vec<A>> {
         Acquire(_) => within(argv[0], 0, MAX_PERMITS) && now(argv[1]) && argv[2].len() <= 255,
         Available => now(argv[0]),
         Expire | ExpireAt => within(argv[0], -MAX_EXPIRE, MAX_EXPIRE) && Cond::parse(argv[1]).is_some(),
-        // The rest parse what they use when they use it (`crate::core::rate_body_settings`).
+        // The rest parse what they use when they use it (`crate::core::rate::body_settings`).
         _ => true,
     };
     if !(keys_ok && argv_ok) {

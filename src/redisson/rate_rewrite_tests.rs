@@ -58,7 +58,7 @@ fn every_call_maps_back_to_what_was_sent() {
             RateKind::Expire | RateKind::ExpireAt => refs(&["60000", "NX"]),
             _ => (0..row.kind.argv()).map(|i| format!("{}", i + 1).into_bytes()).collect(),
         };
-        let keys = if row.kind == RateKind::SetRate(crate::core::rate_body_settings::SetRate::Old) {
+        let keys = if row.kind == RateKind::SetRate(crate::core::rate::body_settings::SetRate::Old) {
             refs(&["l", "{l}:value", "{l}:permits"])
         } else {
             keys

@@ -7,12 +7,12 @@
 //! (the tests read them from `../shared/redisson-ratelimiter-scripts/`). `super::table::ROWS`
 //! holds these rows after the synchronizers'.
 
-use crate::core::rate_bodies::{AcquireBody, Expiry, Recompute};
-use crate::core::rate_body_settings::{SetRate, TrySet};
+use crate::core::rate::bodies::{AcquireBody, Expiry, Recompute};
+use crate::core::rate::body_settings::{SetRate, TrySet};
 
 /// What a rate-limiter body does, as far as the native answer depends on it. The KEYS and
-/// ARGV of each are in `super::rate_rewrite`; the answers in `crate::core::rate_bodies` and
-/// `crate::core::rate_body_settings`.
+/// ARGV of each are in `super::rate_rewrite`; the answers in `crate::core::rate::bodies` and
+/// `crate::core::rate::body_settings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateKind {
     /// `tryAcquire(permits)`: the five keys, ARGV `permits now random`.

@@ -3,8 +3,8 @@
 
 use super::rewrite::Env;
 use super::table::{Kind, Publish};
+use crate::core::lock::rwlock::Side;
 use crate::core::names;
-use crate::core::rwlock::Side;
 
 type Call = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 

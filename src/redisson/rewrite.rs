@@ -9,9 +9,9 @@
 
 pub use super::native::{Env, Native, A, MAX_MS};
 use super::table::{Kind, Publish};
+use crate::core::lock::rwlock::Side;
 use crate::core::names;
 use crate::core::parse_i64;
-use crate::core::rwlock::Side;
 
 /// The native command the scripts of a kind become (`None`: left to Lua).
 pub fn native_of(kind: Kind) -> Option<Native> {

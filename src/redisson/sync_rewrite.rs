@@ -16,8 +16,8 @@ use super::native::{Env, Native, A, MAX_MS};
 use super::sync_table::SyncKind;
 use super::table::Publish;
 use crate::core::parse_i64;
-use crate::core::permits::{ID_LEN, MAX_ACQUIRE, NO_LEASE};
-use crate::core::sync_names::{latch_channel, permit_timeouts, semaphore_channel};
+use crate::core::sync::names::{latch_channel, permit_timeouts, semaphore_channel};
+use crate::core::sync::permits::{ID_LEN, MAX_ACQUIRE, NO_LEASE};
 
 pub use crate::core::numbers::{lua_safe_int as safe_int, LUA_SAFE};
 

@@ -101,6 +101,6 @@ fn a_latch_name_with_its_own_tag_is_native_outside_a_cluster_only() {
     let k = SyncKind::CountDown { publish: Publish::Arg(2) };
     let (keys, argv) = redisson_call(k, b"{s}", GLOBAL);
     let cluster = Env { sharded: false, cluster: true };
-    assert!(super::super::rewrite::plan(Kind::Sync(k), &refs(&keys), &refs(&argv), GLOBAL).is_some());
-    assert!(super::super::rewrite::plan(Kind::Sync(k), &refs(&keys), &refs(&argv), cluster).is_none());
+    assert!(crate::redisson::rewrite::plan(Kind::Sync(k), &refs(&keys), &refs(&argv), GLOBAL).is_some());
+    assert!(crate::redisson::rewrite::plan(Kind::Sync(k), &refs(&keys), &refs(&argv), cluster).is_none());
 }

@@ -9,7 +9,7 @@
 pub use super::native::Publish;
 use super::rate_table::{self, RateKind};
 use super::sync_table::{self, SyncKind};
-use crate::core::rwlock::Side;
+use crate::core::lock::rwlock::Side;
 
 /// Which of Redisson's fair-lock acquire scripts: they differ where the queue is inconsistent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -149,7 +149,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // The configs' load sets `lockmod.fencing-era-file`, which writes the era in force if it
     // is open: an earlier load's era is not this load's (`fencing::on_load` starts anew).
-    crate::core::era::reset();
+    crate::core::lock::era::reset();
     if !ffi::config::register(ctx, crate::redisson::strings::on_scripts_set, crate::fencing::on_era_file_set) {
         ctx.log_warning("lockmod: could not register or load the module configs");
         return Status::Err;

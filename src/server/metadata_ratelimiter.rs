@@ -4,7 +4,7 @@
 //! Each command declares `name`, the limiter's hash, as its key (first = last = 1). The value
 //! and grant keys (`{name}:value[:id]`, `{name}:permits[:id]`) are no arguments, so no key
 //! spec can name them; they lie in `name`'s slot, and the commands check them against the
-//! caller's ACL themselves (`crate::core::ratelimiter`).
+//! caller's ACL themselves (`crate::core::rate::limiter`).
 
 use super::metadata::{arg, BLOCK};
 use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
