@@ -35,8 +35,8 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
     let answered = match kind {
-        Kind::Sync(k) => Some(super::sync_exec::run(ctx, args, k, native)),
-        Kind::Rate(k) => Some(super::rate_exec::run(ctx, args, k)),
+        Kind::Sync(k) => Some(super::sync::exec::run(ctx, args, k, native)),
+        Kind::Rate(k) => Some(super::rate::exec::run(ctx, args, k)),
         _ => None,
     };
     if let Some(answered) = answered {

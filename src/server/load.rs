@@ -86,7 +86,7 @@ fn stand_in_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
 /// cannot be run, a refused registration is taken for such a name, and logged.
 fn register_stand_ins(ctx: &Context) {
     // `RGcra`'s bodies run natively only on the module's own `GCRA` (the one their Lua calls).
-    crate::redisson::rate_rewrite::set_gcra_is_ours(false);
+    crate::redisson::rate::rewrite::set_gcra_is_ours(false);
     for (name, f, flags) in stand_in_table() {
         let shown = name.to_string_lossy().to_uppercase();
         match ffi::lookup::server_has_command(&ffi::Ctx(ctx.ctx), name) {
@@ -96,7 +96,7 @@ fn register_stand_ins(ctx: &Context) {
             known => {
                 if ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
                     if name == c"gcra" {
-                        crate::redisson::rate_rewrite::set_gcra_is_ours(true);
+                        crate::redisson::rate::rewrite::set_gcra_is_ours(true);
                     }
                 } else {
                     let why = if known.is_none() { "COMMAND INFO could not say whether it exists" } else { "refused" };

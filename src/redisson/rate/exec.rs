@@ -2,7 +2,7 @@
 //! (`crate::core::rate::bodies`, `crate::core::rate::body_settings`), or the cause for which
 //! the body runs as Lua (nothing was written).
 //!
-//! The rule is the locks' (`super::exec`): a rewritten call answers exactly as the script
+//! The rule is the locks' (`crate::redisson::exec`): a rewritten call answers exactly as the script
 //! would, and any doubt leaves it to Lua. Here the answers are the bodies' own (not
 //! `RATELIMITER.*`'s, which fix Redisson's numbers), so every state a Redisson client can
 //! meet is answered natively, except where the body fails (its error text is the Lua's:
@@ -10,8 +10,7 @@
 //! ScriptState`). What stays as the docs say (docs/redisson-ratelimiter-scripts.md): parked
 //! native clients are not seen (the Lua grants past them), and the window's clock is ARGV's.
 
-use super::rate_table::RateKind;
-use super::stats::Cause;
+use super::table::RateKind;
 use crate::core::rate::bodies;
 use crate::core::rate::bodies::{Answer, Five, Why};
 use crate::core::rate::body_settings as settings;
@@ -21,6 +20,7 @@ use crate::core::{parse_i64, Reply};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
+use crate::redisson::stats::Cause;
 
 fn int(b: &[u8]) -> Result<i64, Why> {
     parse_i64(b).ok_or(Why::Odd)
@@ -31,7 +31,7 @@ fn five<'a>(keys: &[&'a [u8]]) -> Result<Five<'a>, Why> {
 }
 
 /// The reply body `kind` gives for `keys` and `argv` (as sent, checked by
-/// `super::rate_rewrite::plan`), with its writes made; or why the Lua must give it.
+/// `super::rewrite::plan`), with its writes made; or why the Lua must give it.
 pub fn answer<S: RateStore>(s: &mut S, kind: RateKind, keys: &[&[u8]], argv: &[&[u8]]) -> Answer {
     use RateKind::*;
     match kind {
@@ -79,5 +79,5 @@ pub fn run(ctx: &Ctx, args: &Args, kind: RateKind) -> Result<Reply, Cause> {
 }
 
 #[cfg(test)]
-#[path = "rate_exec_tests.rs"]
+#[path = "exec_tests.rs"]
 mod tests;

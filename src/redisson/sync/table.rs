@@ -4,13 +4,13 @@
 //! (docs/redisson-sync-scripts.md has the same list with each body's KEYS and ARGV).
 //!
 //! Only the SHA1s, the body lengths and our mapping live here; the bodies stay in Redisson
-//! (the tests read them from `../shared/redisson-sync-scripts/`). `super::table::ROWS` holds
-//! these rows after the locks'.
+//! (the tests read them from `../shared/redisson-sync-scripts/`).
+//! `crate::redisson::table::ROWS` holds these rows after the locks'.
 
-use super::native::Publish;
+use crate::redisson::native::Publish;
 
 /// What a synchronizer body does, as far as the native answer depends on it. The KEYS and
-/// ARGV of each are in `super::sync_rewrite`.
+/// ARGV of each are in `super::rewrite`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncKind {
     /// `RSemaphore.tryAcquire`: KEYS `name`, ARGV `permits` -> `SEMAPHORE.ACQUIRE`.

@@ -1,7 +1,7 @@
 //! Runs a rewritten call of a synchronizer body: the core function of its native command,
 //! made to answer exactly what the body would ([`answer`]), or `None` (run the body itself).
 //!
-//! The rule is the locks' (`super::exec`): a rewritten call answers exactly as the script
+//! The rule is the locks' (`crate::redisson::exec`): a rewritten call answers exactly as the script
 //! would, and any doubt leaves it to Lua. Every check here reads, before the first write, so
 //! a call left to Lua finds the keyspace as the client left it:
 //! - a value the module does not read as an integer (the core's `NotInteger`, a wrong type):
@@ -14,10 +14,8 @@
 //! What stays as the docs say (docs/redisson-sync-scripts.md): the clock is the server's, not
 //! the `now` in ARGV, and parked native clients are not seen (`queued_ahead` is false).
 
-use super::rewrite::Native;
-use super::stats::Cause;
-use super::sync_rewrite::LUA_SAFE;
-use super::sync_table::SyncKind;
+use super::rewrite::LUA_SAFE;
+use super::table::SyncKind;
 use crate::core::store::SyncStore;
 use crate::core::sync::countdown;
 use crate::core::sync::names::{permit_timeouts, semaphore_channel};
@@ -27,6 +25,8 @@ use crate::core::{parse_i64, LockError, Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
+use crate::redisson::rewrite::Native;
+use crate::redisson::stats::Cause;
 
 fn safe(v: i64) -> bool {
     (-LUA_SAFE..=LUA_SAFE).contains(&v)
@@ -186,7 +186,7 @@ fn set_permits<S: SyncStore>(s: &mut S, key: &[u8], n: i64, exact: bool) -> Resu
 /// non-number) ends in the script's own error (`Error`).
 pub fn cause_of<S: SyncStore>(s: &mut S, key: &[u8], e: &LockError) -> Cause {
     let lua_reads = *e == LockError::NotInteger
-        && s.get(key).ok().flatten().is_some_and(|v| super::lua_number::lua_reads_number(&v));
+        && s.get(key).ok().flatten().is_some_and(|v| crate::redisson::lua_number::lua_reads_number(&v));
     if lua_reads {
         Cause::ScriptState
     } else {
@@ -230,5 +230,5 @@ pub fn run(ctx: &Ctx, args: &Args, kind: SyncKind, native: Native) -> std::resul
 }
 
 #[cfg(test)]
-#[path = "sync_exec_tests.rs"]
+#[path = "exec_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
 // Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 
 use super::*;
-use crate::redisson::rate_table::ROWS;
+use crate::redisson::rate::table::ROWS;
 
 fn refs(v: &[&str]) -> Vec<Vec<u8>> {
     v.iter().map(|s| s.as_bytes().to_vec()).collect()

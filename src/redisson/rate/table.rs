@@ -4,14 +4,14 @@
 //! (docs/redisson-ratelimiter-scripts.md has the same list with each body's KEYS and ARGV).
 //!
 //! Only the SHA1s, the body lengths and our mapping live here; the bodies stay in Redisson
-//! (the tests read them from `../shared/redisson-ratelimiter-scripts/`). `super::table::ROWS`
-//! holds these rows after the synchronizers'.
+//! (the tests read them from `../shared/redisson-ratelimiter-scripts/`).
+//! `crate::redisson::table::ROWS` holds these rows after the synchronizers'.
 
 use crate::core::rate::bodies::{AcquireBody, Expiry, Recompute};
 use crate::core::rate::body_settings::{SetRate, TrySet};
 
 /// What a rate-limiter body does, as far as the native answer depends on it. The KEYS and
-/// ARGV of each are in `super::rate_rewrite`; the answers in `crate::core::rate::bodies` and
+/// ARGV of each are in `super::rewrite`; the answers in `crate::core::rate::bodies` and
 /// `crate::core::rate::body_settings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateKind {
@@ -68,8 +68,8 @@ impl RateKind {
     }
 
     /// The commands the body runs inside Lua, each with the index of the KEYS entry it runs
-    /// on, for the filter's ACL check (`super::acl`). Both states' keys are listed, whichever
-    /// the limiter's type picks.
+    /// on, for the filter's ACL check (`crate::redisson::acl`). Both states' keys are listed,
+    /// whichever the limiter's type picks.
     pub fn inner_commands(self) -> Vec<(&'static str, usize)> {
         let on = |cmds: &[&'static str], keys: &[usize]| -> Vec<(&'static str, usize)> {
             keys.iter().flat_map(|k| cmds.iter().map(move |c| (*c, *k))).collect()
@@ -127,7 +127,7 @@ impl RateKind {
     }
 
     /// The bodies that call `GCRA`'s configuration or `GCRA` itself: run natively only where
-    /// the module's `GCRA` is the server's (`super::rate_rewrite::gcra_is_ours`).
+    /// the module's `GCRA` is the server's (`super::rewrite::gcra_is_ours`).
     pub fn gcra(self) -> bool {
         matches!(self, RateKind::GcraTrySet | RateKind::GcraSet | RateKind::GcraAcquire)
     }

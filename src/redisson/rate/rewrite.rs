@@ -1,7 +1,7 @@
 //! The argument mapping of the rate limiter's bodies, pure: a recognised call's KEYS/ARGV to
 //! the native command's arguments ([`plan`]) and back ([`script_call`], for running the Lua).
 //!
-//! A rewritten call is answered by `super::rate_exec`, never by the command's parser, so its
+//! A rewritten call is answered by `super::exec`, never by the command's parser, so its
 //! arguments are simply the call's KEYS then its ARGV (the client's strings, reused): the
 //! command name only lends the call its flags, key spec (the first key), ACL and
 //! `INFO commandstats` entry. `RGcra`'s acquire gets one filler argument, for `GCRA`'s arity.
@@ -15,12 +15,12 @@
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use super::native::{Native, A};
-use super::rate_table::RateKind;
+use super::table::RateKind;
 use crate::core::parse_i64;
 use crate::core::rate::body_settings::Cond;
 use crate::core::rate::window::MAX_PERMITS;
 use crate::core::sync::names::{limiter_permits, limiter_value};
+use crate::redisson::native::{Native, A};
 
 /// The largest `now` (either sign) a body is answered for: with an interval of up to 10^14
 /// added, still an exact double.
@@ -114,5 +114,5 @@ pub fn script_call(kind: RateKind, native: &[&[u8]]) -> Option<Call> {
 }
 
 #[cfg(test)]
-#[path = "rate_rewrite_tests.rs"]
+#[path = "rewrite_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 use super::*;
 use crate::core::memory::MemoryStore;
 use crate::core::store::Store;
-use crate::redisson::rate_table::ROWS;
+use crate::redisson::rate::table::ROWS;
 
 const FIVE: [&[u8]; 5] = [b"l", b"{l}:value", b"{l}:value:id", b"{l}:permits", b"{l}:permits:id"];
 

@@ -1,7 +1,7 @@
 //! The argument mapping of the synchronizers' bodies, pure: a recognised call's KEYS/ARGV to
 //! the native command's arguments ([`plan`]) and back ([`script_call`], for running the Lua).
 //!
-//! A rewritten call is answered by `super::sync_exec` itself, never by the command's parser,
+//! A rewritten call is answered by `super::exec` itself, never by the command's parser,
 //! so its arguments are the contract's positions with what the Lua gets that the contract
 //! cannot carry: the client's absolute expiry `until` in `lease_ms`' place, and the client's
 //! permit ids after it (`PSEMAPHORE.ACQUIRE name permits until id...`). Only the command's
@@ -12,12 +12,12 @@
 //! arguments are Redisson's (`0`/`1` messages, the no-lease expiry) and every number is a
 //! canonical integer small enough that Lua's doubles and the module's integers agree.
 
-use super::native::{Env, Native, A, MAX_MS};
-use super::sync_table::SyncKind;
-use super::table::Publish;
+use super::table::SyncKind;
 use crate::core::parse_i64;
 use crate::core::sync::names::{latch_channel, permit_timeouts, semaphore_channel};
 use crate::core::sync::permits::{ID_LEN, MAX_ACQUIRE, NO_LEASE};
+use crate::redisson::native::{Env, Native, A, MAX_MS};
+use crate::redisson::table::Publish;
 
 pub use crate::core::numbers::{lua_safe_int as safe_int, LUA_SAFE};
 
@@ -202,5 +202,5 @@ pub fn script_call(kind: SyncKind, native: &[&[u8]], env: Env, now: i64) -> Opti
 }
 
 #[cfg(test)]
-#[path = "sync_rewrite_tests.rs"]
+#[path = "rewrite_tests.rs"]
 mod tests;
