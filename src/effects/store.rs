@@ -259,7 +259,7 @@ impl Store for RedisStore<'_> {
         // Every fenced grant asks for the floor first: the era goes to the node's file before
         // its first grant (one load once it is there).
         let floor = crate::core::lock::era::floor_for(v);
-        super::era_file::open(&self.ctx);
+        super::era::file::open(&self.ctx);
         floor
     }
 

@@ -12,7 +12,7 @@
 //! script's (`EVAL`, `EVALSHA`, `FCALL`, or the next `EXEC`, which may run one) when an era is in force
 //! and the script names a counter: so a name the lost history created, absent here, starts at
 //! the floor too. It stops at a 0 ms timer after the command. Such an `INCR` also opens the
-//! era in the node's file (`effects::era_file`), era 0 included: the first script that names a
+//! era in the node's file (`effects::era::file`), era 0 included: the first script that names a
 //! counter in an era not yet in the file is looked at for that.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -86,7 +86,7 @@ fn rewrite(call: FilterCall, key: &[u8], by: i64) {
     let Some(ctx) = module_ctx() else { return };
     // A fencing write is coming: the era goes to the node's file first (a file is no write
     // Redis could refuse or misplace; written early, it only makes the next era higher).
-    crate::effects::era_file::open(&ctx);
+    crate::effects::era::file::open(&ctx);
     if era::era() == 0 {
         return;
     }

@@ -11,7 +11,7 @@
 //!   (`crate::redisson`); `SCRIPT` (what the script cache holds, for it): always;
 //! - a key named `...:timeout` that a `ZADD` (from a client, a transaction or a script) or an
 //!   `EVAL`/`EVALSHA` names: an expirable semaphore's lease written by others, Redisson's Lua
-//!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim_find`). Scripts'
+//!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim::find`). Scripts'
 //!   keys always; `ZADD`'s only once the server has shown it holds leases ([`leases_seen`]), so
 //!   a server that never uses an expirable semaphore pays one flag test per `ZADD`;
 //! - any other command's keys: only while [`watching`] (`crate::watch`);

@@ -67,7 +67,7 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
         ("fencing_events", events as i64),
     ]);
     // The node's era file: durable writes, failed reads or writes, the last write's µs.
-    let (writes, errors, usec) = crate::effects::era_file::counts();
+    let (writes, errors, usec) = crate::effects::era::file::counts();
     fields.extend([
         ("fencing_era_file_writes", writes as i64),
         ("fencing_era_file_errors", errors as i64),
@@ -89,5 +89,5 @@ pub fn reset() {
     redisson::stats::reset();
     ffi::reset_args_probed();
     crate::core::lock::era::reset_counts();
-    crate::effects::era_file::reset_counts();
+    crate::effects::era::file::reset_counts();
 }

@@ -167,7 +167,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::blocking::poll::reload();
     crate::blocking::reclaim::reload();
     crate::effects::rate_windows::forget_all();
-    crate::blocking::reclaim_find::reload();
+    crate::blocking::reclaim::find::reload();
     // The wake-up path hears of the module's own writes through `effects::served`.
     crate::blocking::register();
     // The calls the filter rewrote run through `redisson` when their command is dispatched.
@@ -207,8 +207,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
     // only where the command exists.
-    let rows = super::metadata::COMMANDS.iter().chain(super::metadata_sync::COMMANDS);
-    for meta in rows.chain(super::metadata_gcra::COMMANDS).chain(super::metadata_ratelimiter::COMMANDS) {
+    let rows = super::metadata::COMMANDS.iter().chain(super::metadata::sync::COMMANDS);
+    for meta in rows.chain(super::metadata::gcra::COMMANDS).chain(super::metadata::ratelimiter::COMMANDS) {
         if !ffi::metadata::apply(ctx, meta, super::metadata::SINCE) {
             ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
             return Status::Err;
@@ -216,7 +216,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Leases already in the keyspace (a `MODULE LOAD` into a server with data; at start-up the
     // walk runs after loading, when the event loop does).
-    crate::blocking::reclaim_find::scan_all(&ffi::Ctx(ctx.ctx));
+    crate::blocking::reclaim::find::scan_all(&ffi::Ctx(ctx.ctx));
     // Fencing counters of a server with data move to a new era: the module saw none of the
     // loads or failovers before it (at start-up the keyspace is still empty here).
     crate::fencing::on_load(&ffi::Ctx(ctx.ctx));

@@ -17,7 +17,7 @@
 //!
 //! A keyspace record can be lost with the history it records (a restart from a snapshot taken
 //! before it), so the node also keeps its own: a file in the server's `dir`
-//! (`crate::effects::era_file`), written durably before the era's first fencing write
+//! (`crate::effects::era::file`), written durably before the era's first fencing write
 //! ([`is_open`]), and read at every event. An era begun from the file alone at load
 //! ([`begin_provisional`]) is not yet used: an event that follows before any fencing write may
 //! start it again rather than the one above ([`known`]).

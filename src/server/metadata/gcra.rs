@@ -1,11 +1,11 @@
 //! Command metadata of `GCRA` and `CL.THROTTLE`: data only, applied with the locks' rows
-//! (`super::metadata`), and only where this module registered the command (a server with its
+//! (`super::COMMANDS`), and only where this module registered the command (a server with its
 //! own `GCRA` keeps its own metadata).
 //!
 //! Both declare their one key (first = last = 1), read and updated, as Redis' `GCRA` does
 //! (`RW ACCESS UPDATE`).
 
-use super::metadata::arg;
+use super::arg;
 use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
 
 const KEY: Arg = arg("key", ArgKind::Key);

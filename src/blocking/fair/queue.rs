@@ -1,7 +1,7 @@
 //! A fair lock's queue as the keyspace has it: who is first in line, and which locks a queue
 //! key belongs to (what a change to it may free).
 
-use super::waiter::LockId;
+use crate::blocking::waiter::LockId;
 use crate::core::Store;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -1,12 +1,12 @@
 //! Command metadata of the rate limiter (`RATELIMITER.*`): data only, applied with the locks'
-//! rows (`super::metadata`).
+//! rows (`super::COMMANDS`).
 //!
 //! Each command declares `name`, the limiter's hash, as its key (first = last = 1). The value
 //! and grant keys (`{name}:value[:id]`, `{name}:permits[:id]`) are no arguments, so no key
 //! spec can name them; they lie in `name`'s slot, and the commands check them against the
 //! caller's ACL themselves (`crate::core::rate::limiter`).
 
-use super::metadata::{arg, BLOCK};
+use super::{arg, BLOCK};
 use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
 
 const NAME: Arg = arg("name", ArgKind::Key);

@@ -1,3 +1,7 @@
+//! The expirable semaphore's reclaim, one family: the timer that returns expired permits
+//! (here), and the search for leases the module did not write, so that their timer is armed
+//! too ([`find`]).
+//!
 //! Expired permits of the expirable semaphore come back at their deadline, with nobody
 //! calling: one timer per semaphore, at the earliest lease end in `{name}:timeout`
 //! (`core::sync::permits::next_expiry`), runs `core::sync::permits::reclaim` (the same writes,
@@ -10,6 +14,8 @@
 //! semaphore; until then they come back as under Redisson, at the next call that reclaims.
 //! A timer firing while writes are paused leaves its semaphore due, run when they resume; on a
 //! replica nothing is reclaimed (the primary's writes arrive by replication).
+
+pub mod find;
 
 use std::cell::RefCell;
 

@@ -1,5 +1,5 @@
 //! Finding the expirable semaphores whose leases the module did not write, so that their
-//! reclaim timer (`super::reclaim`) is armed too: every permit leased comes back at its lease
+//! reclaim timer (`super::arm`) is armed too: every permit leased comes back at its lease
 //! end, and the channel hears of it, whoever leased it and whatever happened since.
 //!
 //! The module's own commands arm the timer as they lease. Two things can leave a lease with no
@@ -19,14 +19,13 @@
 //! A zset found is a semaphore's only if its name is one `permit_timeouts` makes, the count
 //! beside it is an integer and its earliest lease is held by a 16-byte id
 //! (`core::sync::permits::has_leases`); else nothing is armed and nothing written. The look only
-//! reads; the reclaim it arms writes only when `super::paused::gate` allows, and a replica
-//! arms nothing.
+//! reads; the reclaim it arms writes only when `crate::blocking::paused::gate` allows, and a
+//! replica arms nothing.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use super::reclaim;
-use super::waiter::{TimerData, TimerId};
+use crate::blocking::waiter::{TimerData, TimerId};
 use crate::core::sync::names::names_of_permit_timeouts;
 use crate::core::sync::permits;
 use crate::effects::RedisStore;
@@ -118,14 +117,14 @@ pub fn on_exec(ctx: &Ctx) {
 }
 
 /// The tick's timer fired: it is no longer armed.
-pub(super) fn fired() {
+pub(in crate::blocking) fn fired() {
     with(|f| f.timer = None);
 }
 
 /// The tick, on a primary: looks at the `ZADD`s noticed, then walks on; re-arms while a walk
 /// is under way. (Reads only: the caller has asked the write gate all the same, so that no
 /// lease is looked at while a replica or a loading server has the keyspace.)
-pub(super) fn tick(ctx: &Ctx) {
+pub(in crate::blocking) fn tick(ctx: &Ctx) {
     let noticed = with(|f| std::mem::take(&mut f.noticed)).unwrap_or_default();
     for key in noticed {
         if !look_everywhere(ctx, &key) {
@@ -157,7 +156,7 @@ pub fn reload() {
 }
 
 /// Writes resumed after a pause (or loading ended): the work left goes on.
-pub(super) fn resume(ctx: &Ctx) {
+pub(in crate::blocking) fn resume(ctx: &Ctx) {
     if with(|f| f.walk.is_some() || !f.noticed.is_empty()).unwrap_or(false) {
         arm(ctx, 0);
     }
@@ -225,7 +224,7 @@ fn look(ctx: &Ctx, db: i32, key: &[u8]) -> bool {
         names_of_permit_timeouts(key).into_iter().filter(|n| permits::has_leases(&mut store, n)).collect();
     drop(store);
     for n in &names {
-        reclaim::arm(ctx, &(db, n.clone()));
+        super::arm(ctx, &(db, n.clone()));
     }
     !names.is_empty()
 }

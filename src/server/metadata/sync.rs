@@ -1,12 +1,12 @@
 //! Command metadata of the synchronizers (`SEMAPHORE.*`, `PSEMAPHORE.*`, `COUNTDOWN.*`,
-//! `SYNC.INFO`): data only, applied with the locks' rows (`super::metadata`).
+//! `SYNC.INFO`): data only, applied with the locks' rows (`super::COMMANDS`).
 //!
 //! Each command declares `name` as its key (first = last = 1). The expirable semaphore's zset
 //! `{name}:timeout` is no argument, so no key spec can name it; it lies in `name`'s slot, and
 //! the commands check it (and every channel) against the caller's ACL themselves
 //! (`crate::core::access`).
 
-use super::metadata::{arg, BLOCK, COUNT};
+use super::{arg, BLOCK, COUNT};
 use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
 
 const NAME: Arg = arg("name", ArgKind::Key);

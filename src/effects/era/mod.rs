@@ -1,6 +1,11 @@
-//! The fencing era on the module's store (`crate::core::lock::era`): the floor a grant starts from,
-//! and a counter's move up to it, the era's record written first where this history lacks it
-//! (and the node's era file before that: `super::era_file`).
+//! The fencing era on the module's store, one family: the era in the keyspace (here) and the
+//! node's own record of it ([`file`]).
+//!
+//! Here, the era of `crate::core::lock::era` on the store: the floor a grant starts from, and
+//! a counter's move up to it, the era's record written first where this history lacks it (and
+//! the node's era file before that).
+
+pub mod file;
 
 use super::RedisStore;
 use crate::core::lock::era;
@@ -16,7 +21,7 @@ impl RedisStore<'_> {
             return;
         }
         // The node's own file first: the record may be lost with its history, the file not.
-        super::era_file::open(&self.ctx);
+        file::open(&self.ctx);
         let slot = self.ctx.in_cluster().then(|| slots::key_slot(counter));
         let key = names::era_key(slot);
         let mut buf = IntBuf::default();

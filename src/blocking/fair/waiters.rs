@@ -10,17 +10,17 @@
 //!
 //! A parked waiter that gives up (timeout, disconnect, `CLIENT UNBLOCK`) leaves the queue as
 //! `FAIRLOCK.CANCEL` does, from a 0 ms timer: a disconnect callback is no place to write.
-//! While writes are paused the tick and the cancels wait (`super::paused`); when they resume,
-//! the keep-alive runs first.
+//! While writes are paused the tick and the cancels wait (`crate::blocking::paused`); when they
+//! resume, the keep-alive runs first.
 
 use std::cell::RefCell;
 
-use super::registry::with;
-use super::request::Request;
-use super::serve::serve;
-use super::waiter::LockId;
-use super::waiter::TimerData;
 use crate::acl::Who;
+use crate::blocking::registry::with;
+use crate::blocking::request::Request;
+use crate::blocking::serve::serve;
+use crate::blocking::waiter::LockId;
+use crate::blocking::waiter::TimerData;
 use crate::core::lock::fair;
 use crate::core::Reply;
 use crate::effects::RedisStore;
@@ -41,7 +41,7 @@ thread_local! {
 
 /// The parked fair waiters of a lock, in arrival order: (owner, wait).
 fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
-    let fair_only = |w: &super::waiter::Waiter| match &w.req {
+    let fair_only = |w: &crate::blocking::waiter::Waiter| match &w.req {
         Request::Fair { owner, wait, .. } => Some((owner.clone(), *wait)),
         _ => None,
     };
@@ -52,7 +52,8 @@ fn parked_on(id: &LockId) -> Vec<(Vec<u8>, i64)> {
 /// lock and its queue: the module keeps their places on their behalf, never beyond their
 /// permission. Their places are left to expire (nothing is written for them).
 fn drop_denied(ctx: &Ctx, id: &LockId) {
-    let fair = |w: &super::waiter::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
+    let fair =
+        |w: &crate::blocking::waiter::Waiter| matches!(w.req, Request::Fair { .. }).then(|| (w.client, w.who.clone()));
     let users: Vec<(u64, Who)> =
         with(|r| r.locks.get(id).map(|q| q.iter().filter_map(fair).collect())).flatten().unwrap_or_default();
     for (client, who) in users {
@@ -69,7 +70,7 @@ fn drop_denied(ctx: &Ctx, id: &LockId) {
         .flatten();
         if let Some(w) = gone {
             w.ended(false);
-            super::answer::answer(ctx, w, Reply::Error(e.to_string()), None);
+            crate::blocking::answer::answer(ctx, w, Reply::Error(e.to_string()), None);
         }
     }
 }
@@ -117,7 +118,7 @@ pub fn parked(ctx: &Ctx, id: &LockId, owner: &[u8]) {
 pub fn tick(ctx: &Ctx) {
     let ids: Vec<LockId> = with(|r| {
         r.fair_tick = None;
-        let has_fair = |q: &super::waiters::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
+        let has_fair = |q: &crate::blocking::waiters::Waiters| q.iter().any(|w| matches!(w.req, Request::Fair { .. }));
         r.locks.iter().filter(|(_, q)| has_fair(q)).map(|(id, _)| id.clone()).collect()
     })
     .unwrap_or_default();

@@ -1,8 +1,15 @@
-//! Command metadata for Redis 7 (`COMMAND INFO`, `COMMAND DOCS`, `COMMAND GETKEYS`): data only.
+//! Command metadata for Redis 7 (`COMMAND INFO`, `COMMAND DOCS`, `COMMAND GETKEYS`): data only,
+//! one family, a file per family of commands: the locks' rows and what every file shares
+//! (here), the synchronizers' ([`sync`]), GCRA's ([`gcra`]) and the rate limiter's
+//! ([`ratelimiter`]).
 //!
 //! One row per command of the design, whether or not it is registered yet: the apply step in
 //! `ffi::metadata` looks each command up by name and skips the rows of commands that do not
 //! exist, so a command table added later picks up its row by registering the name.
+
+pub mod gcra;
+pub mod ratelimiter;
+pub mod sync;
 
 use crate::ffi::metadata::{Arg, ArgKind, Command, KeyAccess};
 
