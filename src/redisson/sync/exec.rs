@@ -25,7 +25,7 @@ use crate::core::{parse_i64, LockError, Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
-use crate::redisson::rewrite::Native;
+use crate::redisson::native::Native;
 use crate::redisson::stats::Cause;
 
 fn safe(v: i64) -> bool {

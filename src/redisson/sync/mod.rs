@@ -2,8 +2,8 @@
 //! `RCountDownLatch`) run natively, one family as in `crate::core::sync`: the bodies by SHA1
 //! ([`table`]), their KEYS/ARGV mapped to the native command's arguments and back
 //! ([`rewrite`]), and the native command made to answer exactly what the body would
-//! ([`exec`]). The lock scripts' own table, mapping and runner (`super::table`,
-//! `super::rewrite`, `super::exec`) hand a synchronizer's body to these.
+//! ([`exec`]). The lock scripts' own table, mapping and runner, at `redisson/`'s root, hand a
+//! synchronizer's body to these.
 
 pub mod exec;
 pub mod rewrite;

@@ -16,8 +16,7 @@ use super::table::SyncKind;
 use crate::core::parse_i64;
 use crate::core::sync::names::{latch_channel, permit_timeouts, semaphore_channel};
 use crate::core::sync::permits::{ID_LEN, MAX_ACQUIRE, NO_LEASE};
-use crate::redisson::native::{Env, Native, A, MAX_MS};
-use crate::redisson::table::Publish;
+use crate::redisson::native::{Env, Native, Publish, A, MAX_MS};
 
 pub use crate::core::numbers::{lua_safe_int as safe_int, LUA_SAFE};
 
