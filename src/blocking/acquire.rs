@@ -6,7 +6,7 @@ use super::priority::{nobody_parked, writer_parked};
 use super::registry::with;
 use super::request::{attempt_as, attempt_sync, Attempt, Request};
 use super::serve::{serve, serve_now};
-use crate::core::rwlock::Writers;
+use crate::core::lock::rwlock::Writers;
 use crate::core::{Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;

@@ -21,7 +21,8 @@ use std::cell::RefCell;
 
 use super::request::Request;
 use super::waiter::{Handle, LockId, Waiter};
-use crate::core::{permits, Reply};
+use crate::core::sync::permits;
+use crate::core::Reply;
 use crate::ffi::answers_due::{answers_wait, before_answers_written};
 use crate::ffi::Ctx;
 

@@ -21,7 +21,7 @@ use super::request::{attempt_for_waiter, timeout_reply, Attempt};
 use super::serve::{arm_expiry, queue};
 use super::waiter::{LockId, Parked};
 use super::waiters::{self, Waiters};
-use super::{fair_waiters, paused, priority};
+use super::{fair, paused, priority};
 use crate::effects::ServedBy;
 
 /// Hands the store the wake-up path's reaction to a write (`effects::served`). Called at
@@ -109,9 +109,9 @@ fn on_timeout(ctx: &Ctx) -> Reply {
         // be gone by then (a reader of the queue would otherwise still see it), so the cancel
         // runs here when the module may write, and from the cancel timer only in a pause.
         if open {
-            fair_waiters::cancel_now(ctx, &id, &w.req, &w.who);
+            fair::waiters::cancel_now(ctx, &id, &w.req, &w.who);
         } else {
-            fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
+            fair::waiters::gave_up(ctx, &id, &w.req, &w.who);
         }
     }
     w.bc.unblock(None);
@@ -140,7 +140,7 @@ fn on_disconnect(ctx: &Ctx, bc: usize) {
             w.bc.unblock(None);
             return left(ctx, id, &w.req);
         }
-        fair_waiters::gave_up(ctx, &id, &w.req, &w.who);
+        fair::waiters::gave_up(ctx, &id, &w.req, &w.who);
         w.bc.unblock(None);
         arm_expiry(ctx, &id);
     }

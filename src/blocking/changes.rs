@@ -4,7 +4,7 @@
 //! commands end with `serve_now`; a grant is made by `serve` itself), else from a 0 ms timer.
 //! Changes by others that nothing reports are found by `super::poll`.
 
-use super::fair_queue;
+use super::fair;
 use super::registry::with;
 use super::serve::queue;
 use super::waiter::LockId;
@@ -19,7 +19,7 @@ pub fn changed(ctx: &Ctx, db: Option<i32>, name: &[u8], by: ServedBy) {
     if !any_parked() {
         return;
     }
-    let queue_of = fair_queue::locks_of_queue(name);
+    let queue_of = fair::queue::locks_of_queue(name);
     let due: Vec<LockId> = with(|r| {
         let mut due = Vec::new();
         for lock in std::iter::once(name).chain(queue_of.iter().flatten().map(Vec::as_slice)) {

@@ -24,8 +24,11 @@ use super::answer::{GiveBack, Undelivered};
 use super::paused::{self, Gate};
 use super::serve::serve;
 use super::waiter::TimerData;
-use crate::core::rwlock::Side;
-use crate::core::{fair, permits, ratelimiter, reentrant, rwlock, semaphore, Reply};
+use crate::core::lock::rwlock::Side;
+use crate::core::lock::{fair, reentrant, rwlock};
+use crate::core::rate::limiter;
+use crate::core::sync::{permits, semaphore};
+use crate::core::Reply;
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
@@ -165,7 +168,7 @@ fn release(ctx: &Ctx, key: &[u8], what: &GiveBack) -> crate::core::Result<bool> 
             permits::release_each(&mut s, key, &ids).map(|n| n > 0)
         }
         GiveBack::Rate { name, client, permits } => {
-            ratelimiter::release(&mut s, name, client.as_deref(), *permits, Ctx::now_ms()).map(|_| true)
+            limiter::release(&mut s, name, client.as_deref(), *permits, Ctx::now_ms()).map(|_| true)
         }
     }
 }

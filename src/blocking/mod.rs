@@ -18,7 +18,7 @@
 //! - lease expiry: a timer at the lock's absolute expiry, since Redis' own lazy or active
 //!   expiry may come much later.
 //!
-//! Fair-lock waiters keep their place in the lock's queue while parked (`fair_waiters`).
+//! Fair-lock waiters keep their place in the lock's queue while parked (`fair`).
 //!
 //! Every write the module starts on its own (a timer, a BLOCK timeout) first asks
 //! [`paused::gate`]: while writes are paused it waits, in `pending` and the cancel list,
@@ -35,13 +35,14 @@
 //! Files, from the top: `acquire` (an acquire command's way through), `contended` (the names
 //! clients are parked on, for `LOCK.CONTENDED`), `park` (parking a client), `callbacks`
 //! (timeouts, disconnects, lost answers, flushes, demotion), `changes` (noticing changes
-//! reported by name), `timers` (what a timer does when it fires),
-//! `give_back` (releasing a grant whose reply was lost), `fair_waiters` (keeping parked fair
-//! waiters' places), `serve` (granting, the expiry and pending timers), `answer` (answering a
-//! parked client), `poll` (noticing changes nothing reports), `windows` (a rate limiter's next
-//! grant leaving its window), `priority`, `fair_queue`, `paused`, `request` (what a client asks,
-//! one try at it), `registry` (who is parked where), `waiters`, `waiter` (the types). No file
-//! imports one above it.
+//! reported by name), `timers` (what a timer does when it fires), `give_back` (releasing a
+//! grant whose reply was lost), `fair/` (keeping parked fair waiters' places; its `queue`,
+//! reading the fair queue, lies below `serve`), `serve` (granting, the expiry and pending
+//! timers), `answer` (answering a parked client), `poll` (noticing changes nothing reports),
+//! `windows` (a rate limiter's next grant leaving its window), `reclaim/` (expired permits of
+//! the expirable semaphore), `priority`, `paused`, `request` (what a client asks, one try at
+//! it), `registry` (who is parked where), `waiters`, `waiter` (the types). No file imports one
+//! above it.
 //!
 //! May import: effects, acl, ffi, core. Imported by redisson, commands, server.
 
@@ -50,15 +51,13 @@ mod answer;
 mod callbacks;
 mod changes;
 mod contended;
-mod fair_queue;
-mod fair_waiters;
+mod fair;
 mod give_back;
 mod park;
 mod paused;
 pub mod poll;
 mod priority;
 pub mod reclaim;
-pub mod reclaim_find;
 mod registry;
 mod request;
 mod serve;
@@ -67,7 +66,7 @@ mod waiter;
 mod waiters;
 mod windows;
 
-pub use crate::core::rwlock::Writers;
+pub use crate::core::lock::rwlock::Writers;
 pub use crate::effects::served::{any_parked, ServedBy};
 pub use acquire::{acquire, acquire_sync};
 pub use callbacks::{on_demoted, on_flush, register, DEMOTED};

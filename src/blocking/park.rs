@@ -5,7 +5,7 @@ use super::registry::{watch_lock, with};
 use super::request::Request;
 use super::serve::arm_expiry;
 use super::waiter::{Parked, Waiter};
-use super::{fair_waiters, poll, priority};
+use super::{poll, priority};
 use crate::acl::Access;
 use crate::core::{LockError, Reply, Result};
 use crate::effects::stats;
@@ -48,7 +48,7 @@ pub fn park(ctx: &Ctx, key: &[u8], req: Request, block_ms: i64, refused: Reply) 
         super::reclaim::arm(ctx, &id);
     }
     if let Some(owner) = fair {
-        fair_waiters::parked(ctx, &id, &owner);
+        super::fair::waiters::parked(ctx, &id, &owner);
     }
     Err(LockError::Blocked)
 }

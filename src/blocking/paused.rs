@@ -6,7 +6,7 @@
 //! one, and a grant replied without its write would tell a client it holds a lock it does not.
 //! The work then stays where it waits anyway: locks to serve in the registry's `pending` (an
 //! expiry timer firing in a pause adds its lock there), cancels of fair waiters that gave up in
-//! `fair_waiters`' list, and the fair keep-alive tick, not re-armed. Redis has no event for a
+//! `fair::waiters`' list, and the fair keep-alive tick, not re-armed. Redis has no event for a
 //! pause's end, so while one lasts a timer polls every [`POLL_MS`]; when writes resume it runs
 //! the deferred work. Nothing polls while writes are allowed.
 //!

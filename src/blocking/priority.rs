@@ -7,14 +7,14 @@
 //!   would deadlock. Readers parked before the writer keep their turn (serving goes in arrival
 //!   order). Redisson's Lua clients cannot see parked writers and are granted as before.
 //! - **A fair queue is not jumped.** A reentrant or read-write acquire is refused on a free
-//!   name whose fair queue has a live waiter (`crate::core::kinds`); a client parked so is
+//!   name whose fair queue has a live waiter (`crate::core::lock::kinds`); a client parked so is
 //!   woken when that waiter's deadline passes, if nothing else changes first.
 
 use super::registry::with;
 use super::request::Request;
 use super::waiter::LockId;
-use crate::core::kinds;
-use crate::core::rwlock::Writers;
+use crate::core::lock::kinds;
+use crate::core::lock::rwlock::Writers;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 

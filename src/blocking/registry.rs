@@ -42,14 +42,14 @@ pub fn parked_now() -> usize {
 
 /// The first `limit` clients parked on `key` in `db`, in arrival order, and how many there
 /// are, for `LOCK.INFO`.
-pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::info::Parked>, usize) {
+pub fn parked_on(db: i32, key: &[u8], limit: usize) -> (Vec<crate::core::lock::info::Parked>, usize) {
     let now = Ctx::now_ms();
     let id = (db, key.to_vec());
     let list = |w: &Waiter| {
         let request = w.req.wait_kind().name();
         // A synchronizer's waiter has no owner: the permits it wants stand in its place.
         let owner = if w.req.is_sync() { w.req.permits().to_string().into_bytes() } else { w.req.owner().to_vec() };
-        crate::core::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
+        crate::core::lock::info::Parked { client: w.client, request, owner, waited_ms: now - w.since }
     };
     with(|r| r.locks.get(&id).map(|q| (q.iter().take(limit).map(list).collect(), q.len())))
         .flatten()

@@ -3,17 +3,18 @@
 //! itself, a parked client's retry and a timeout, so a grant from a wake-up is the grant the
 //! command would have made.
 
-use crate::core::reentrant::{self, Acquired};
-use crate::core::{fair, fencing, rwlock};
+use crate::core::lock::reentrant::{self, Acquired};
+use crate::core::lock::{fair, fencing, rwlock};
 use crate::core::{Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 
 use crate::acl::Who;
 use crate::core::access::{KeyUse, Need};
-use crate::core::rwlock::Writers;
+use crate::core::lock::rwlock::Writers;
+use crate::core::rate::{limiter, window};
+use crate::core::sync::{countdown, permits, semaphore};
 use crate::core::wait_times::WaitKind;
-use crate::core::{countdown, permits, rate_window, ratelimiter, semaphore};
 use crate::ffi::{Args, Ctx};
 
 /// What a parked client asked for: enough to retry the same acquire.
@@ -36,7 +37,7 @@ pub enum Request<O = Vec<u8>> {
     /// `COUNTDOWN.AWAIT name`.
     Latch,
     /// `RATELIMITER.ACQUIRE name permits [CLIENT id] [NOW ms]`: parked on the value key of the
-    /// state it uses (`core::ratelimiter::state_key`), so each state has its own FIFO. A
+    /// state it uses (`core::rate::limiter::state_key`), so each state has its own FIFO. A
     /// parked one never has `now` (`NOW` and `BLOCK` do not combine).
     RateLimit { name: O, client: Option<O>, permits: i64, now: Option<i64> },
 }
@@ -293,14 +294,14 @@ pub(super) fn attempt_sync<O: AsRef<[u8]>>(
         Request::Latch => yes_no(countdown::is_open(store, key)?),
         Request::RateLimit { ref name, ref client, permits, now } => {
             let now = now.unwrap_or_else(|| crate::core::Store::now(store));
-            let random = crate::ffi::random::unique::<{ rate_window::RANDOM_LEN }>();
+            let random = crate::ffi::random::unique::<{ window::RANDOM_LEN }>();
             let client = client.as_ref().map(AsRef::as_ref);
-            match ratelimiter::acquire(store, name.as_ref(), client, permits, now, &random, queued_ahead)? {
-                ratelimiter::Acquire::Granted => {
+            match limiter::acquire(store, name.as_ref(), client, permits, now, &random, queued_ahead)? {
+                limiter::Acquire::Granted => {
                     stats::RATE_GRANTED.inc();
                     Attempt::Granted(Reply::Nil)
                 }
-                ratelimiter::Acquire::Wait(ms) => {
+                limiter::Acquire::Wait(ms) => {
                     stats::RATE_REFUSED.inc();
                     Attempt::Refused(Reply::Int(ms))
                 }
@@ -323,7 +324,7 @@ pub(super) fn timeout_reply(ctx: &Ctx, req: &Request, who: &Who) -> Option<Reply
     let args = Args::empty();
     let now = Ctx::now_ms();
     let mut store = RedisStore::at(ctx, &args, now).for_waiter(who).read_only();
-    Some(match ratelimiter::wait(&mut store, name, client.as_deref(), *permits, now) {
+    Some(match limiter::wait(&mut store, name, client.as_deref(), *permits, now) {
         Ok(ms) => Reply::Int(ms),
         Err(e) => Reply::Error(e.in_command(req.command()).to_string()),
     })

@@ -10,14 +10,15 @@ use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, KeyKind};
 
 use super::answer::{answer, GiveBack};
+use super::fair;
 use super::registry::unwatch_lock;
 use super::registry::with;
 use super::request::{attempt_for_waiter, Attempt, Line, Request};
 use super::waiter::TimerData;
 use super::waiter::{LockId, Waiter};
 use super::waiters::Waiters;
-use super::{fair_queue, paused, poll, priority};
-use crate::core::rwlock::Writers;
+use super::{paused, poll, priority};
+use crate::core::lock::rwlock::Writers;
 use crate::effects::ServedBy;
 
 /// Serves the locks of the current database that changed during this command. Called by every
@@ -93,7 +94,7 @@ fn serve_line(ctx: &Ctx, id: &LockId, line: Line) -> bool {
         if !matches!(front, Request::Fair { .. } | Request::Lock { .. }) || !fair_parked() {
             break;
         }
-        let head = fair_queue::first_in_line(ctx, id);
+        let head = fair::queue::first_in_line(ctx, id);
         let at_head = with(|r| {
             let q = r.locks.get(id)?;
             q.iter().position(|w| matches!(&w.req, Request::Fair { owner, .. } if Some(owner) == head.as_ref()))

@@ -8,7 +8,7 @@ use std::ffi::CStr;
 use super::registry::with;
 use super::serve::serve;
 use super::waiter::{LockId, TimerData};
-use super::{fair_waiters, give_back, poll, reclaim, reclaim_find};
+use super::{fair, give_back, poll, reclaim};
 use crate::ffi::timers::Timer;
 use crate::ffi::Ctx;
 
@@ -53,7 +53,7 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         TimerData::Poll => poll::fired(),
         TimerData::Resume => paused::polled(),
         TimerData::Reclaim { db, key } => reclaim::fired(&(*db, key.clone())),
-        TimerData::ReclaimFind => reclaim_find::fired(),
+        TimerData::ReclaimFind => reclaim::find::fired(),
         TimerData::GiveBack => give_back::fired(),
     }
     match paused::gate(ctx) {
@@ -61,31 +61,31 @@ fn on_timer(ctx: &Ctx, data: TimerData) {
         Gate::Later => return,
         Gate::Never => {
             with(|r| r.pending.clear());
-            fair_waiters::forget_cancels();
+            fair::waiters::forget_cancels();
             poll::clear();
             reclaim::clear();
-            reclaim_find::clear();
+            reclaim::find::clear();
             give_back::clear();
             return;
         }
     }
     match data {
         TimerData::Pending | TimerData::Expiry { .. } => serve_pending(ctx),
-        TimerData::FairTick => fair_waiters::tick(ctx),
-        TimerData::FairCancels => fair_waiters::run_cancels(ctx),
+        TimerData::FairTick => fair::waiters::tick(ctx),
+        TimerData::FairCancels => fair::waiters::run_cancels(ctx),
         TimerData::Poll => poll::tick(ctx, serve),
         TimerData::Reclaim { .. } => reclaim::run_due(ctx, serve),
-        TimerData::ReclaimFind => reclaim_find::tick(ctx),
+        TimerData::ReclaimFind => reclaim::find::tick(ctx),
         TimerData::GiveBack => give_back::run(ctx),
         // Keep-alive first: a parked fair waiter's deadline may have passed during the pause,
         // and serving its lock would purge it.
         TimerData::Resume => {
-            fair_waiters::tick_now(ctx);
-            fair_waiters::run_cancels(ctx);
+            fair::waiters::tick_now(ctx);
+            fair::waiters::run_cancels(ctx);
             give_back::run(ctx);
             serve_pending(ctx);
             reclaim::run_due(ctx, serve);
-            reclaim_find::resume(ctx);
+            reclaim::find::resume(ctx);
             poll::resume(ctx);
         }
     }

@@ -57,7 +57,7 @@ pub enum TimerData {
     Resume,
     /// The earliest lease of an expirable semaphore's permits ends now (`reclaim`).
     Reclaim { db: i32, key: Vec<u8> },
-    /// Look for leases the module did not write (`reclaim_find`).
+    /// Look for leases the module did not write (`reclaim::find`).
     ReclaimFind,
     /// Give back the grants whose answers never reached their clients (`give_back`).
     GiveBack,

@@ -1,5 +1,5 @@
 //! When a rate limiter's parked clients may next be served with nobody writing: the moment its
-//! oldest live grant leaves the window (`core::ratelimiter::next_wake`). The lock's expiry
+//! oldest live grant leaves the window (`core::rate::limiter::next_wake`). The lock's expiry
 //! timer (`serve::arm_expiry`) is armed for the earlier of that moment and the key's own TTL,
 //! so each parked state has one timer, re-armed after every serve.
 
@@ -7,8 +7,8 @@ use super::reclaim::in_db;
 use super::registry::with;
 use super::request::Request;
 use super::waiter::LockId;
-use crate::core::ratelimiter;
-use crate::core::sync_names::{limiter_permits, limiter_value};
+use crate::core::rate::limiter;
+use crate::core::sync::names::{limiter_permits, limiter_value};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -33,7 +33,7 @@ pub(super) fn window_expiry(ctx: &Ctx, id: &LockId) -> Option<i64> {
         let mut store = RedisStore::at(ctx, &args, now).read_only();
         // An error (the limiter deleted, a key of another type): no time to wait for; the
         // poll or a write serves the waiters, who then get the error.
-        ratelimiter::next_wake(&mut store, &name, client.as_deref(), now).ok().flatten()
+        limiter::next_wake(&mut store, &name, client.as_deref(), now).ok().flatten()
     })
     .flatten()
 }

@@ -1,10 +1,11 @@
 //! `COUNTDOWN.*`: the count-down latch, layout- and reply-compatible with Redisson's
-//! `RCountDownLatch` (`core::countdown`). Every client parked in `COUNTDOWN.AWAIT` is answered
-//! when the latch opens.
+//! `RCountDownLatch` (`core::sync::countdown`). Every client parked in `COUNTDOWN.AWAIT` is
+//! answered when the latch opens.
 
 use super::{arity, exact, parse_block, parse_count, write};
 use crate::blocking::{self, Request};
-use crate::core::{countdown, LockError, Reply};
+use crate::core::sync::countdown;
+use crate::core::{LockError, Reply};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -2,7 +2,8 @@
 
 use super::{arity, parse_ms, parse_options, Accepts};
 use crate::blocking::{self, Request};
-use crate::core::{fair, LockError, Reply};
+use crate::core::lock::fair;
+use crate::core::{LockError, Reply};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -1,9 +1,9 @@
 //! `GCRA` and `CL.THROTTLE`: rate limiting on one string key, the theoretical arrival time
-//! (`core::gcra`). `GCRA` stands in for Redis' own command of that name where the server has
+//! (`core::rate::gcra`). `GCRA` stands in for Redis' own command of that name where the server has
 //! none (Redisson's `RGcra` calls it); `CL.THROTTLE` for redis-cell's, with its replies.
 
 use crate::blocking;
-use crate::core::gcra::{request, Cell, Gcra, Limiter};
+use crate::core::rate::gcra::{request, Cell, Gcra, Limiter};
 use crate::core::{parse_i64, LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -4,7 +4,8 @@
 //! not counted (`blocking::held_back`): the client was told it has no such hold.
 
 use crate::blocking::held_back;
-use crate::core::{holds, LockError, Reply};
+use crate::core::lock::holds;
+use crate::core::{LockError, Reply};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 

@@ -2,8 +2,10 @@
 //! one read-only command each. Both take `COUNT n` and list the same parked clients.
 
 use crate::blocking;
-use crate::core::info::{self, ParkedList, DEFAULT_COUNT};
-use crate::core::{parse_i64, rate_info, ratelimiter, sync_info, LockError, Reply, Store};
+use crate::core::lock::info::{self, ParkedList, DEFAULT_COUNT};
+use crate::core::rate::{self, limiter};
+use crate::core::sync;
+use crate::core::{parse_i64, LockError, Reply, Store};
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};
 
@@ -23,17 +25,17 @@ pub fn sync_info(ctx: &Ctx, args: &Args) -> Result<Reply, LockError> {
     let key = args.bytes(1);
     let mut store = RedisStore::reader(ctx, args);
     // A rate limiter is a hash with a `type`; a lock's hash goes on to WRONGTYPE below.
-    if store.hash_get(key, ratelimiter::TYPE).is_ok_and(|t| t.is_some()) {
-        let state = ratelimiter::state_key(&mut store, key, client)?;
+    if store.hash_get(key, limiter::TYPE).is_ok_and(|t| t.is_some()) {
+        let state = limiter::state_key(&mut store, key, client)?;
         let (first, total) = blocking::parked_on(ctx.selected_db(), &state, count);
         let now = Store::now(&store);
-        return rate_info::info(&mut store, key, client, count, ParkedList { first: &first, total }, now);
+        return rate::info::info(&mut store, key, client, count, ParkedList { first: &first, total }, now);
     }
     if client.is_some() {
         return Err(LockError::Syntax);
     }
     let (first, total) = blocking::parked_on(ctx.selected_db(), key, count);
-    sync_info::info(&mut store, key, count, ParkedList { first: &first, total })
+    sync::info::info(&mut store, key, count, ParkedList { first: &first, total })
 }
 
 /// The arguments after the key: nothing (the default bound) or `COUNT n`, `n` at least 1.

@@ -1,10 +1,11 @@
 //! `PSEMAPHORE.*`: the expirable semaphore, layout- and reply-compatible with Redisson's
-//! `RPermitExpirableSemaphore` (`core::permits`). A permit's lease ends on the server's clock,
-//! written as an absolute score; the module's timer (`blocking::reclaim`) returns it then.
+//! `RPermitExpirableSemaphore` (`core::sync::permits`). A permit's lease ends on the server's
+//! clock, written as an absolute score; the module's timer (`blocking::reclaim`) returns it then.
 
 use super::{arity, exact, parse_block, parse_count, parse_ms, write};
 use crate::blocking::{self, Request};
-use crate::core::{deadline, parse_i64, permits, LockError, Reply};
+use crate::core::sync::permits;
+use crate::core::{deadline, parse_i64, LockError, Reply};
 use crate::effects::stats;
 use crate::ffi::{Args, Ctx};
 

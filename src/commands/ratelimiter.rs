@@ -1,10 +1,10 @@
-//! `RATELIMITER.*`: Redisson's `RRateLimiter` on its own keys (`core::ratelimiter`). Every
+//! `RATELIMITER.*`: Redisson's `RRateLimiter` on its own keys (`core::rate::limiter`). Every
 //! change that gives permits back serves the clients parked on the state before the command
 //! returns; the window's clock is the server's unless `NOW` gives it.
 
 use super::{arity, parse_block_ms_at, parse_ms, write_as};
 use crate::blocking::{self, Request};
-use crate::core::ratelimiter::{self, Mode, Settings};
+use crate::core::rate::limiter::{self, Mode, Settings};
 use crate::core::{parse_i64, LockError, Reply, Store};
 use crate::effects::stats;
 use crate::effects::RedisStore;
@@ -126,7 +126,7 @@ pub fn ratelimiter_trysetrate(ctx: &Ctx, args: &Args) -> Result {
     const CMD: &str = "ratelimiter.trysetrate";
     let (set, _) = parse_settings(args, Accepts::default(), CMD)?;
     let name = args.bytes(1);
-    write(ctx, args, CMD, |s| ratelimiter::try_set_rate(s, name, &set)).map(|b| Reply::Int(i64::from(b)))
+    write(ctx, args, CMD, |s| limiter::try_set_rate(s, name, &set)).map(|b| Reply::Int(i64::from(b)))
 }
 
 /// `RATELIMITER.SETRATE name OVERALL|PER_CLIENT rate interval_ms [KEEPALIVE ms] [KEEPSTATE]
@@ -138,7 +138,7 @@ pub fn ratelimiter_setrate(ctx: &Ctx, args: &Args) -> Result {
     let name = args.bytes(1);
     let done = write(ctx, args, CMD, |s| {
         let now = o.now.unwrap_or_else(|| s.now());
-        ratelimiter::set_rate(s, name, &set, o.client, o.keep_state, o.xx, now)
+        limiter::set_rate(s, name, &set, o.client, o.keep_state, o.xx, now)
     })?;
     Ok(Reply::Int(i64::from(done)))
 }
@@ -146,7 +146,7 @@ pub fn ratelimiter_setrate(ctx: &Ctx, args: &Args) -> Result {
 /// A permit count argument: 1 to 2^32-1.
 fn parse_permits(b: &[u8]) -> crate::core::Result<i64> {
     let n = parse_i64(b).ok_or(LockError::NotInteger)?;
-    ratelimiter::check_permits(n)?;
+    limiter::check_permits(n)?;
     Ok(n)
 }
 
@@ -161,7 +161,7 @@ pub fn ratelimiter_acquire(ctx: &Ctx, args: &Args) -> Result {
     // The FIFO a client parks in is its state's (the value key): read only when it may park,
     // or someone is parked already and may be ahead of it.
     let key = if o.block.is_some() || blocking::any_parked() {
-        ratelimiter::state_key(&mut RedisStore::reader(ctx, args), name, o.client).map_err(|e| e.in_command(CMD))?
+        limiter::state_key(&mut RedisStore::reader(ctx, args), name, o.client).map_err(|e| e.in_command(CMD))?
     } else {
         name.to_vec()
     };
@@ -177,7 +177,7 @@ pub fn ratelimiter_available(ctx: &Ctx, args: &Args) -> Result {
     let o = parse_options(args, 2, Accepts { client: true, now: true, ..Accepts::default() }, CMD)?;
     write(ctx, args, CMD, |s| {
         let now = o.now.unwrap_or_else(|| s.now());
-        ratelimiter::available(s, name, o.client, now)
+        limiter::available(s, name, o.client, now)
     })
     .map(Reply::Int)
 }
@@ -191,7 +191,7 @@ pub fn ratelimiter_release(ctx: &Ctx, args: &Args) -> Result {
     let o = parse_options(args, 3, Accepts { client: true, now: true, ..Accepts::default() }, CMD)?;
     write(ctx, args, CMD, |s| {
         let now = o.now.unwrap_or_else(|| s.now());
-        ratelimiter::release(s, name, o.client, permits, now)
+        limiter::release(s, name, o.client, permits, now)
     })
     .map(Reply::Int)
 }

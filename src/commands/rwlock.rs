@@ -3,7 +3,7 @@
 
 use super::{arity, parse_ms, parse_options, Accepts};
 use crate::blocking::{self, Request};
-use crate::core::rwlock::{self, Side};
+use crate::core::lock::rwlock::{self, Side};
 use crate::core::{LockError, Reply};
 use crate::effects::stats;
 use crate::effects::RedisStore;

@@ -1,10 +1,11 @@
 //! `SEMAPHORE.*`: the semaphore, layout- and reply-compatible with Redisson's `RSemaphore`
-//! (`core::semaphore`). Every change that adds permits serves the clients parked on it, in
+//! (`core::sync::semaphore`). Every change that adds permits serves the clients parked on it, in
 //! arrival order, before the command returns.
 
 use super::{arity, exact, parse_block, parse_count, parse_ms, write};
 use crate::blocking::{self, Request};
-use crate::core::{parse_i64, semaphore, LockError, Reply};
+use crate::core::sync::semaphore;
+use crate::core::{parse_i64, LockError, Reply};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -27,9 +27,10 @@
 //! | `COUNTDOWN.TRYSETCOUNT`/`DECR` |                                             | the latch's channel        |
 //! | `SYNC.INFO`                | `{name}:timeout` (r)                            |                            |
 //!
-//! The synchronizers' algorithms (`core::semaphore`, `core::permits`, `core::countdown`,
-//! `core::sync_info`) declare these beside their writes, from `core::sync_names`; a parked
-//! synchronizer client's grant checks its key again (a latch's only for reading).
+//! The synchronizers' algorithms (`core::sync::semaphore`, `core::sync::permits`,
+//! `core::sync::countdown`, `core::sync::info`) declare these beside their writes, from
+//! `core::sync::names`; a parked synchronizer client's grant checks its key again (a latch's
+//! only for reading).
 //!
 //! The `RENEW`s of the reentrant and fair locks and the `HOLDS` commands touch only the lock
 //! key.
@@ -88,7 +89,7 @@ pub fn lock_unlock(key: &[u8], latch_id: Option<&[u8]>) -> Vec<Need> {
 
 /// The acquires of the other kinds (`LOCK.ACQUIRE`, `RWLOCK.RLOCK`, `RWLOCK.WLOCK`) on a free
 /// name: the fair queue and its deadlines are read, so no acquire jumps a live fair waiter
-/// (one name, one kind, `core::kinds`).
+/// (one name, one kind, `core::lock::kinds`).
 pub fn fair_peek(key: &[u8]) -> Vec<Need> {
     vec![Need::Key(names::fair_queue(key), KeyUse::Read), Need::Key(names::fair_timeouts(key), KeyUse::Read)]
 }

@@ -3,12 +3,13 @@
 //! keyspace and the published messages as they were.
 
 // Test code only (never in the module): an unwrap or panic here is how a test reports failure.
-use super::fair::{self, IfRefused};
-use super::fencing::fenced;
-use super::info::ParkedList;
+use super::lock::fair::{self, IfRefused};
+use super::lock::fencing::fenced;
+use super::lock::info::ParkedList;
+use super::lock::rwlock::Writers;
+use super::lock::{holds, info, reentrant, rwlock};
 use super::memory::MemoryStore;
-use super::rwlock::Writers;
-use super::{holds, info, reentrant, rwlock, Denied, Latch, LockError, Store};
+use super::{Denied, Latch, LockError, Store};
 use crate::core::access::{KeyUse, Need};
 
 const K: &[u8] = b"l";

@@ -57,7 +57,7 @@ pub fn redisson_native() -> bool {
 }
 
 /// `lockmod.fencing-era-file`: the file in the server's `dir` where the node keeps its fencing
-/// era (`crate::effects::era_file`); empty turns it off.
+/// era (`crate::effects::era::file`); empty turns it off.
 pub const ERA_FILE_DEFAULT: &str = "lockmod-fencing-era";
 
 static ERA_FILE: Mutex<String> = Mutex::new(String::new());

@@ -36,7 +36,7 @@ pub struct MemoryStore {
     /// What `token_floor` answers (a fencing era's floor).
     pub token_floor: i64,
     /// The rate limiter's remembered window indexes, by zset key.
-    pub rate_index: HashMap<Vec<u8>, crate::core::rate_index::WindowIndex>,
+    pub rate_index: HashMap<Vec<u8>, crate::core::rate::index::WindowIndex>,
     /// How many times a window's index was rebuilt by a walk.
     pub index_rebuilds: usize,
     /// How many zset members the rate limiter's walks visited.

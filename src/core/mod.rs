@@ -9,60 +9,36 @@
 //! (`names`), the derived keys and channels each command touches (`access`, which the
 //! algorithms declare before they write), and the config values (`config`).
 //!
+//! One folder per family of primitives, each its commands' algorithms with their unit tests:
+//! the locks (`lock`), the synchronizers (`sync`) and the rate limiter (`rate`). What they all
+//! stand on stays here: the store traits (`store`) and the in-memory store of the tests
+//! (`memory`), names, numbers, errors, replies, access, config, slots, and what looks across
+//! every kind (`contended`, `wait_times`).
+//!
 //! May import: nothing of the crate (the bottom floor). Imported by every other module.
 
 pub mod access;
 pub mod config;
 pub mod contended;
-pub mod countdown;
-pub mod era;
 pub mod error;
-pub mod fair;
-pub mod fencing;
-pub mod gcra;
-pub mod hold_expiries;
-pub mod holds;
-pub mod info;
-pub mod kinds;
-pub mod latch;
+pub mod lock;
 pub mod names;
 pub mod numbers;
-pub mod permits;
-pub mod rate_bodies;
-pub mod rate_body_settings;
-pub mod rate_index;
-pub mod rate_info;
-pub mod rate_settings;
-pub mod rate_window;
-mod rate_window_write;
-pub mod ratelimiter;
-pub mod reentrant;
+pub mod rate;
 pub mod reply;
-pub mod rwlock;
-pub mod semaphore;
 pub mod slots;
 pub mod store;
-pub mod sync_info;
-pub mod sync_names;
+pub mod sync;
 pub mod wait_times;
 
 #[cfg(test)]
 pub mod memory;
-#[cfg(test)]
-pub mod memory_rate;
-#[cfg(test)]
-pub mod memory_sync;
 
 #[cfg(test)]
 mod access_tests;
 
 pub use error::{Denied, LockError};
-pub use latch::{latch_check, latch_record, latch_record_unreleased, Latch};
+pub use lock::latch::{latch_check, latch_record, latch_record_unreleased, Latch};
 pub use numbers::{deadline, incremented, parse_i64, IntBuf};
 pub use reply::{Reply, Result};
 pub use store::{permit, Store};
-
-#[cfg(test)]
-mod kinds_tests;
-#[cfg(test)]
-mod times_tests;

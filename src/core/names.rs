@@ -164,12 +164,12 @@ pub fn is_token(key: &[u8]) -> bool {
     key.len() > TOKEN_PREFIX.len() && key.starts_with(TOKEN_PREFIX)
 }
 
-/// What the era key's name starts with (see `super::era`).
+/// What the era key's name starts with (see `super::lock::era`).
 pub const ERA_KEY: &[u8] = b"lockmod:fencing:era";
 
-/// The key that records the fencing era in force (`super::era`): `lockmod:fencing:era`, or in a
-/// cluster `lockmod:fencing:era:{<tag>}` with the tag of `slot` (`super::slots::tag`), so that
-/// the record lives in the slot of the counter whose write needs it.
+/// The key that records the fencing era in force (`super::lock::era`): `lockmod:fencing:era`, or
+/// in a cluster `lockmod:fencing:era:{<tag>}` with the tag of `slot` (`super::slots::tag`), so
+/// that the record lives in the slot of the counter whose write needs it.
 pub fn era_key(slot: Option<u16>) -> Vec<u8> {
     let mut k = ERA_KEY.to_vec();
     if let Some(slot) = slot {

@@ -9,7 +9,7 @@ use super::access::Need;
 use super::error::LockError;
 use super::names;
 use super::numbers::parse_i64;
-use super::rate_index::WindowIndex;
+use super::rate::index::WindowIndex;
 use super::reply::Result;
 
 /// `PTTL` of a missing key.
@@ -110,7 +110,7 @@ pub trait Store {
     /// (writing nothing) at `i64::MAX`, as `INCR` does.
     fn incr(&mut self, key: &[u8]) -> Result<i64>;
 
-    // -- fencing (see `super::era`) ----------------------------------------------------------------
+    // -- fencing (see `super::lock::era`) ---------------------------------------------------------
     /// The least a token counter holding `v` (`None`: absent) must hold before a grant: the
     /// floor of the fencing era in force, 0 before any (tokens are then plain counts).
     fn token_floor(&mut self, _v: Option<i64>) -> i64 {
@@ -256,7 +256,7 @@ pub fn scan_read_holds<S: Store>(s: &mut S, key: &[u8]) -> Result<i64> {
 }
 
 /// The string-counter and sorted-set operations of Redisson's synchronizers (the semaphores and
-/// the count-down latch, `core::semaphore`, `core::permits`, `core::countdown`).
+/// the count-down latch, `core::sync::semaphore`, `core::sync::permits`, `core::sync::countdown`).
 ///
 /// A trait of its own beside [`Store`] so that a store implements it only when it serves the
 /// synchronizers: the lock store compiles unchanged, and a synchronizer cannot be run on a
@@ -303,7 +303,7 @@ pub trait SyncStore: Store {
     }
 }
 
-/// What the rate limiter (`core::ratelimiter`) needs beyond [`SyncStore`]: walks over a score
+/// What the rate limiter (`core::rate::limiter`) needs beyond [`SyncStore`]: walks over a score
 /// range that allocate nothing per member, the removals it makes, and its windows' indexes
 /// remembered between commands.
 ///

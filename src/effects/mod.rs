@@ -26,8 +26,7 @@ use crate::watch::hold_index;
 
 mod collections;
 mod counters;
-mod era;
-pub mod era_file;
+pub mod era;
 mod keys;
 pub mod rate_windows;
 mod read_holds;

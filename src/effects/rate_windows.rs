@@ -4,7 +4,7 @@
 //!
 //! **Remembered indexes.** The limiter needs the permits of its whole window on every call,
 //! and summing 100,000 members costs milliseconds. So each call hands back the index of the
-//! zset it leaves (`core::rate_index`: the total, the permits per span of time, the zset's
+//! zset it leaves (`core::rate::index`: the total, the permits per span of time, the zset's
 //! ends), kept here by database and zset name, and takes it on the next call, which checks the
 //! zset's length and ends against it. Redisson's bodies cannot change the zset and keep its
 //! ends: every one of them adds a member of fresh random bytes (the length or the last member
@@ -26,7 +26,7 @@ use foldhash::fast::RandomState;
 use super::collections::with_score_text;
 use super::keys::Name;
 use super::{stats, RedisStore, GENERIC};
-use crate::core::rate_index::WindowIndex;
+use crate::core::rate::index::WindowIndex;
 use crate::core::store::RateStore;
 use crate::core::Result;
 use crate::ffi::shared::shared;

@@ -5,7 +5,7 @@
 use std::ffi::CStr;
 
 use super::RedisStore;
-use crate::core::hold_expiries::{HoldExpiries, HoldState};
+use crate::core::lock::hold_expiries::{HoldExpiries, HoldState};
 use crate::core::names;
 use crate::core::store::{Store, TTL_MISSING, TTL_PERSISTENT};
 use crate::core::{parse_i64, Result};
@@ -58,7 +58,7 @@ impl RedisStore<'_> {
         let db = self.db();
         let Some(old) = hold_index::count(db, key, field) else { return false };
         let new = value.unwrap_or(0);
-        let fresh: Vec<HoldState> = (old + 1..=new.min(crate::core::rwlock::MAX_HOLDS_PER_FIELD))
+        let fresh: Vec<HoldState> = (old + 1..=new.min(crate::core::lock::rwlock::MAX_HOLDS_PER_FIELD))
             .map(|i| self.hold_key_state(key, field, i))
             .collect();
         hold_index::update(db, key, |h| {

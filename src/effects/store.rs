@@ -258,8 +258,8 @@ impl Store for RedisStore<'_> {
     fn token_floor(&mut self, v: Option<i64>) -> i64 {
         // Every fenced grant asks for the floor first: the era goes to the node's file before
         // its first grant (one load once it is there).
-        let floor = crate::core::era::floor_for(v);
-        super::era_file::open(&self.ctx);
+        let floor = crate::core::lock::era::floor_for(v);
+        super::era::file::open(&self.ctx);
         floor
     }
 

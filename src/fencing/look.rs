@@ -1,10 +1,10 @@
 //! Whether the command filter looks at commands for fencing (`ffi::filter::fencing`): while
-//! counters move (`core::era::moving`), or while a script that names a counter runs
+//! counters move (`core::lock::era::moving`), or while a script that names a counter runs
 //! ([`arm`], until a 0 ms timer after it: `super::touch`).
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use crate::core::era;
+use crate::core::lock::era;
 use crate::ffi::filter::set_fencing;
 
 /// A script named a counter: the filter looks at its commands until the timer.

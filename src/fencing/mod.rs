@@ -1,6 +1,6 @@
 //! Fencing tokens that never go back (issue 35): what the module does when grants may have
-//! been lost. The arithmetic and the node's era are `crate::core::era`; a grant's own move is
-//! `crate::core::fencing` on the store (`crate::effects`).
+//! been lost. The arithmetic and the node's era are `crate::core::lock::era`; a grant's own move is
+//! `crate::core::lock::fencing` on the store (`crate::effects`).
 //!
 //! - **An event** ([`on_event`]): this server became a writable primary with a keyspace that
 //!   may be behind grants made elsewhere or before: a replica promoted (`REPLICAOF NO ONE`,
@@ -13,12 +13,12 @@
 //!   number of keys per 1 ms tick, so that no event stalls the server: about 3 s per
 //!   million keys, the server answering clients between ticks.
 //! - **Before the walk gets there**, every grant moves its own counter first: the module's
-//!   commands and Redisson's bodies run natively through `core::fencing`; Redisson's Lua (or any
-//!   `INCR`/`INCRBY` of a counter) through the command filter ([`touch`]), which looks at
+//!   commands and Redisson's bodies run natively through `core::lock::fencing`; Redisson's Lua
+//!   (or any `INCR`/`INCRBY` of a counter) through the command filter ([`touch`]), which looks at
 //!   commands only while the walk runs, and at a script's commands when a script names a
 //!   counter (so a name the lost history created starts above it too).
 //!
-//! - **The node's file** (`effects::era_file`): the keyspace's record is lost with its history
+//! - **The node's file** (`effects::era::file`): the keyspace's record is lost with its history
 //!   (a restart from a snapshot older than the last event, twice in a row), so each node also
 //!   keeps the largest era it opened in a file in its `dir`, written durably before the era's
 //!   first fencing write and read at every event: an event goes above both. A module loaded
@@ -35,8 +35,7 @@ pub mod records;
 pub mod touch;
 pub mod walk;
 
-use crate::core::era;
-use crate::effects::era_file;
+use crate::core::lock::era;
 use crate::ffi::{log, Ctx};
 
 /// Why an era starts, for the log.
@@ -60,7 +59,7 @@ pub fn on_event(ctx: &Ctx, why: Event) {
 fn start_era(ctx: &Ctx, why: Event) {
     let recorded = records::largest(ctx);
     // The node's own file: every era this node opened, even one its keyspace lost.
-    let file = era_file::read();
+    let file = crate::effects::era::file::read();
     let next = era::next(era::known().max(file.unwrap_or(0)), recorded);
     era::begin(next);
     look::refresh();
@@ -69,7 +68,7 @@ fn start_era(ctx: &Ctx, why: Event) {
     // of the era does both, ahead of itself, so a server that never fenced anything is not
     // written to.
     if recorded > 0 || file.is_some() {
-        era_file::open(ctx);
+        crate::effects::era::file::open(ctx);
         records::record_now(ctx);
     }
     let file = file.map_or("none".to_string(), |f| f.to_string());
@@ -93,7 +92,7 @@ fn start_from_file(ctx: &Ctx) {
     if ctx.is_replica() {
         return;
     }
-    let Some(file) = era_file::read() else { return };
+    let Some(file) = crate::effects::era::file::read() else { return };
     let next = era::next(file, 0);
     era::begin_provisional(next);
     log(c"notice", &format!("lockmod: fencing era {next} (era file {file}, nothing loaded yet)"));
@@ -101,13 +100,13 @@ fn start_from_file(ctx: &Ctx) {
 
 /// `CONFIG SET dir`, or a new `lockmod.fencing-era-file`: the era goes to the new place now.
 pub fn on_era_file_moved(ctx: &Ctx) {
-    era_file::moved(ctx);
+    crate::effects::era::file::moved(ctx);
 }
 
 /// A new `lockmod.fencing-era-file` (also at load, before anything is open: nothing then).
 pub fn on_era_file_set() {
     if let Some(ctx) = crate::ffi::events::module_ctx() {
-        era_file::moved(&ctx);
+        crate::effects::era::file::moved(&ctx);
     }
 }
 

@@ -1,9 +1,10 @@
 //! The era's record in the keyspace (`core::names::era_key`): the largest one a server holds,
 //! read at an event, and a new era's record written as soon as the server takes writes.
 
+use crate::core::lock::era;
 use crate::core::names::era_key;
+use crate::core::parse_i64;
 use crate::core::slots::SLOTS;
-use crate::core::{era, parse_i64};
 use crate::effects::RedisStore;
 use crate::ffi::pause::writes_paused;
 use crate::ffi::scan::KeyScan;

@@ -4,7 +4,7 @@
 //! `MULTI`, postpone it in a pause, or refuse it), and does not know which database the
 //! command runs in, so it rewrites the call: `INCRBY counter d`, with `d` what lifts the
 //! counter from the lowest value it holds in any database to the floor plus the step
-//! (`core::era::incr_instead`). The counter then ends exactly where a move and the `INCR`
+//! (`core::lock::era::incr_instead`). The counter then ends exactly where a move and the `INCR`
 //! would have left it; where it moved meanwhile (a queued command, a pause) it ends higher,
 //! never lower.
 //!
@@ -12,7 +12,7 @@
 //! script's (`EVAL`, `EVALSHA`, `FCALL`, or the next `EXEC`, which may run one) when an era is in force
 //! and the script names a counter: so a name the lost history created, absent here, starts at
 //! the floor too. It stops at a 0 ms timer after the command. Such an `INCR` also opens the
-//! era in the node's file (`effects::era_file`), era 0 included: the first script that names a
+//! era in the node's file (`effects::era::file`), era 0 included: the first script that names a
 //! counter in an era not yet in the file is looked at for that.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use redis_module::raw;
 
 use super::look;
-use crate::core::era::{self, Held};
+use crate::core::lock::era::{self, Held};
 use crate::core::{names, parse_i64, IntBuf};
 use crate::ffi::events::module_ctx;
 use crate::ffi::filter::{server_flags, FilterCall, Owned};
@@ -86,7 +86,7 @@ fn rewrite(call: FilterCall, key: &[u8], by: i64) {
     let Some(ctx) = module_ctx() else { return };
     // A fencing write is coming: the era goes to the node's file first (a file is no write
     // Redis could refuse or misplace; written early, it only makes the next era higher).
-    crate::effects::era_file::open(&ctx);
+    crate::effects::era::file::open(&ctx);
     if era::era() == 0 {
         return;
     }

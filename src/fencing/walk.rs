@@ -12,8 +12,9 @@
 use std::cell::RefCell;
 use std::ffi::CStr;
 
+use crate::core::lock::era;
 use crate::core::store::Store;
-use crate::core::{era, names, parse_i64};
+use crate::core::{names, parse_i64};
 use crate::effects::RedisStore;
 use crate::ffi::pause::writes_paused;
 use crate::ffi::scan::KeyScan;

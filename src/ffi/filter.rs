@@ -11,7 +11,7 @@
 //!   (`crate::redisson`); `SCRIPT` (what the script cache holds, for it): always;
 //! - a key named `...:timeout` that a `ZADD` (from a client, a transaction or a script) or an
 //!   `EVAL`/`EVALSHA` names: an expirable semaphore's lease written by others, Redisson's Lua
-//!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim_find`). Scripts'
+//!   above all, whose reclaim timer must be armed (`crate::blocking::reclaim::find`). Scripts'
 //!   keys always; `ZADD`'s only once the server has shown it holds leases ([`leases_seen`]), so
 //!   a server that never uses an expirable semaphore pays one flag test per `ZADD`;
 //! - any other command's keys: only while [`watching`] (`crate::watch`);
@@ -229,7 +229,7 @@ fn timeout_key(key: &[u8]) {
 fn script_keys(call: FilterCall) {
     let Some(n) = call.arg(2).and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else { return };
     let last = call.argc().min(n.saturating_add(3));
-    let fenced = crate::core::era::era() > 0 || !crate::core::era::is_open();
+    let fenced = crate::core::lock::era::era() > 0 || !crate::core::lock::era::is_open();
     for key in (3..last).filter_map(|i| call.arg(i)) {
         timeout_key(key);
         if fenced && crate::core::names::is_token(key) {

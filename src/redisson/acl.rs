@@ -7,7 +7,7 @@
 //! head of a fair queue) are represented by the first hold and the caller's own channel.
 
 use super::rewrite::Env;
-use super::sync_table::SyncKind;
+use super::sync::table::SyncKind;
 use super::table::Kind;
 use crate::core::names;
 

@@ -12,9 +12,10 @@ use super::lua_number::{lua_number, LuaNumber};
 use super::rewrite::{Native, MAX_MS};
 use super::stats::Cause;
 use super::table::{FairVersion, Kind};
+use crate::core::lock::kinds;
+use crate::core::lock::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
 use crate::core::names;
-use crate::core::rwlock::{MAX_HOLDS_PER_FIELD, MODE};
-use crate::core::{kinds, parse_i64, LockError, Reply, Result, Store};
+use crate::core::{parse_i64, LockError, Reply, Result, Store};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx, Handler};
@@ -34,8 +35,8 @@ const CLOCK_MARGIN_MS: f64 = 5.0;
 /// Runs `kind`'s native command (`handler`) on the rewritten arguments.
 pub fn run(ctx: &Ctx, args: &Args, kind: Kind, native: Native, handler: Handler) -> Outcome {
     let answered = match kind {
-        Kind::Sync(k) => Some(super::sync_exec::run(ctx, args, k, native)),
-        Kind::Rate(k) => Some(super::rate_exec::run(ctx, args, k)),
+        Kind::Sync(k) => Some(super::sync::exec::run(ctx, args, k, native)),
+        Kind::Rate(k) => Some(super::rate::exec::run(ctx, args, k)),
         _ => None,
     };
     if let Some(answered) = answered {

@@ -1,8 +1,8 @@
 //! The script-only variants and reply conversions, on the in-memory store.
 
 use super::*;
+use crate::core::lock::rwlock::Side;
 use crate::core::memory::MemoryStore;
-use crate::core::rwlock::Side;
 use crate::redisson::table::Publish;
 
 const NOW: i64 = 1_000_000;

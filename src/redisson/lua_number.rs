@@ -1,5 +1,5 @@
 //! What Lua's `tonumber` makes of a stored value, as far as a native answer depends on it:
-//! `super::exec` (hold counts in a lock hash) and `super::sync_exec` (a synchronizer's count).
+//! `super::exec` (hold counts in a lock hash) and `super::sync::exec` (a synchronizer's count).
 
 use crate::core::parse_i64;
 

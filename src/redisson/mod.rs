@@ -14,6 +14,11 @@
 //! [`cache`] tracks which of the scripts the server's script cache holds (`NOSCRIPT`,
 //! asked by [`cache_probe`]).
 //!
+//! The lock scripts' table, mapping and answers are at this folder's root, where each also
+//! hands the other families' bodies on: the synchronizers' (`RSemaphore`,
+//! `RPermitExpirableSemaphore`, `RCountDownLatch`) to [`sync`], the rate limiter's
+//! (`RRateLimiter`, `RGcra`) to [`rate`], each folder with its own table, mapping and runner.
+//!
 //! The filter's part: [`filter`] rewrites a call, [`strings`] holds what it needs (made at
 //! load), [`dispatch`] runs a rewritten call when its command is dispatched, [`learn`] notes
 //! what may change the script cache. The filter itself is `ffi::filter`; the ACL check of a
@@ -30,15 +35,11 @@ pub mod filter;
 pub mod learn;
 pub mod lua_number;
 pub mod native;
-pub mod rate_exec;
-pub mod rate_rewrite;
-pub mod rate_table;
+pub mod rate;
 pub mod reverse;
 pub mod rewrite;
 pub mod stats;
 pub mod strings;
-pub mod sync_exec;
-pub mod sync_rewrite;
-pub mod sync_table;
+pub mod sync;
 pub mod table;
 pub mod unknown;

@@ -1,6 +1,6 @@
 //! What a rewritten call becomes: the native commands Redisson's scripts map to ([`Native`]),
 //! the arguments of a rewritten call ([`A`]), and what the mapping depends on besides the call
-//! ([`Env`]). `super::rewrite` (the locks) and `super::sync_rewrite` (the synchronizers) map
+//! ([`Env`]). `super::rewrite` (the locks) and `super::sync::rewrite` (the synchronizers) map
 //! the calls.
 
 /// The native command a script becomes.
@@ -19,7 +19,7 @@ pub enum Native {
     FairUnlock,
     FairCancel,
     FairForceUnlock,
-    // The synchronizers (`super::sync_rewrite`).
+    // The synchronizers (`super::sync::rewrite`).
     SemAcquire,
     SemRelease,
     SemTrySet,
@@ -34,7 +34,7 @@ pub enum Native {
     PsemAcquired,
     CountdownTrySet,
     CountdownDecr,
-    // The rate limiter (`super::rate_rewrite`).
+    // The rate limiter (`super::rate::rewrite`).
     RateTrySet,
     RateSet,
     RateAcquire,

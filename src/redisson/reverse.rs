@@ -3,8 +3,8 @@
 
 use super::rewrite::Env;
 use super::table::{Kind, Publish};
+use crate::core::lock::rwlock::Side;
 use crate::core::names;
-use crate::core::rwlock::Side;
 
 type Call = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 
@@ -88,8 +88,8 @@ pub fn script_call(kind: Kind, native: &[&[u8]], env: Env, now: i64) -> Option<C
             unlock(keys, vec![v(b"0"), now], publish, false, 0)?
         }
         Kind::FairCancel => (vec![names::fair_queue(&name), names::fair_timeouts(&name)], vec![arg(1)?, arg(2)?]),
-        Kind::Sync(k) => super::sync_rewrite::script_call(k, native, env, now_ms)?,
-        Kind::Rate(k) => super::rate_rewrite::script_call(k, native)?,
+        Kind::Sync(k) => super::sync::rewrite::script_call(k, native, env, now_ms)?,
+        Kind::Rate(k) => super::rate::rewrite::script_call(k, native)?,
         Kind::Lua(_) => return None,
     };
     Some(call)

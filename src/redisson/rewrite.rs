@@ -9,9 +9,9 @@
 
 pub use super::native::{Env, Native, A, MAX_MS};
 use super::table::{Kind, Publish};
+use crate::core::lock::rwlock::Side;
 use crate::core::names;
 use crate::core::parse_i64;
-use crate::core::rwlock::Side;
 
 /// The native command the scripts of a kind become (`None`: left to Lua).
 pub fn native_of(kind: Kind) -> Option<Native> {
@@ -29,8 +29,8 @@ pub fn native_of(kind: Kind) -> Option<Native> {
         Kind::FairUnlock { .. } => Native::FairUnlock,
         Kind::FairCancel => Native::FairCancel,
         Kind::FairForceUnlock { .. } => Native::FairForceUnlock,
-        Kind::Sync(k) => super::sync_rewrite::native(k),
-        Kind::Rate(k) => super::rate_rewrite::native(k),
+        Kind::Sync(k) => super::sync::rewrite::native(k),
+        Kind::Rate(k) => super::rate::rewrite::native(k),
         Kind::Lua(_) => return None,
     })
 }
@@ -39,7 +39,7 @@ pub fn native_of(kind: Kind) -> Option<Native> {
 /// the module's own `GCRA`).
 pub fn runs_here(kind: Kind) -> bool {
     match kind {
-        Kind::Rate(k) => super::rate_rewrite::runs_here(k),
+        Kind::Rate(k) => super::rate::rewrite::runs_here(k),
         _ => true,
     }
 }
@@ -281,8 +281,8 @@ pub fn plan(kind: Kind, keys: &[&[u8]], argv: &[&[u8]], env: Env) -> Option<Plan
             ok.then_some(())?;
             vec![A::Own(lock), A::Argv(0), A::Argv(1)]
         }
-        Kind::Sync(k) => super::sync_rewrite::plan(k, keys, argv, env)?,
-        Kind::Rate(k) => super::rate_rewrite::plan(k, keys, argv)?,
+        Kind::Sync(k) => super::sync::rewrite::plan(k, keys, argv, env)?,
+        Kind::Rate(k) => super::rate::rewrite::plan(k, keys, argv)?,
         Kind::Lua(_) => return None,
     };
     Some(Plan { native, args })

@@ -90,7 +90,7 @@ fn redisson_call(kind: Kind, name: &str, env: Env) -> (Vec<Vec<u8>>, Vec<Vec<u8>
             cat(vec![vec![b("0"), b("1700000000123")], publish(p)]),
         ),
         Kind::FairCancel => (vec![names::fair_queue(n), names::fair_timeouts(n)], vec![b(OWNER), b("5000")]),
-        // Covered by sync_rewrite_tests.rs and rate_rewrite_tests.rs.
+        // Covered by sync/rewrite_tests.rs and rate/rewrite_tests.rs.
         Kind::Sync(_) | Kind::Rate(_) | Kind::Lua(_) => (vec![b(name)], vec![]),
     }
 }

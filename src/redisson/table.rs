@@ -7,9 +7,10 @@
 //! people. A body whose SHA1 is not here is never touched.
 
 pub use super::native::Publish;
-use super::rate_table::{self, RateKind};
-use super::sync_table::{self, SyncKind};
-use crate::core::rwlock::Side;
+use super::rate::table::RateKind;
+use super::sync::table::SyncKind;
+use super::{rate, sync};
+use crate::core::lock::rwlock::Side;
 
 /// Which of Redisson's fair-lock acquire scripts: they differ where the queue is inconsistent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,9 +71,9 @@ pub enum Kind {
     FairForceUnlock { publish: Publish, strict: bool },
     /// `acquireFailed`: KEYS `queue timeouts`, ARGV `owner wait`; replies nothing (nil).
     FairCancel,
-    /// One of the synchronizers' bodies (`super::sync_table`).
+    /// One of the synchronizers' bodies (`super::sync::table`).
     Sync(SyncKind),
-    /// One of the rate limiter's bodies (`super::rate_table`).
+    /// One of the rate limiter's bodies (`super::rate::table`).
     Rate(RateKind),
     /// Left to Lua, with the reason.
     Lua(&'static str),
@@ -117,29 +118,29 @@ const fn row(sha: &'static str, len: usize, kind: Kind, method: &'static str, re
 }
 
 /// Every body the module knows: the locks' ([`LOCK_ROWS`]), then the synchronizers'
-/// (`super::sync_table::ROWS`), then the rate limiter's (`super::rate_table::ROWS`). A row's
+/// (`super::sync::table::ROWS`), then the rate limiter's (`super::rate::table::ROWS`). A row's
 /// index is its identity everywhere (markers, the script cache's state).
 pub static ROWS: [Row; COUNT] = concat();
 
 /// How many bodies [`ROWS`] holds.
-pub const COUNT: usize = LOCK_ROWS.len() + sync_table::ROWS.len() + rate_table::ROWS.len();
+pub const COUNT: usize = LOCK_ROWS.len() + sync::table::ROWS.len() + rate::table::ROWS.len();
 
 const fn concat() -> [Row; COUNT] {
     let mut out = [LOCK_ROWS[0]; COUNT];
-    let sync_end = LOCK_ROWS.len() + sync_table::ROWS.len();
+    let sync_end = LOCK_ROWS.len() + sync::table::ROWS.len();
     let mut i = 0;
     while i < COUNT {
         out[i] = if i < LOCK_ROWS.len() {
             LOCK_ROWS[i]
         } else if i < sync_end {
-            let r = &sync_table::ROWS[i - LOCK_ROWS.len()];
+            let r = &sync::table::ROWS[i - LOCK_ROWS.len()];
             let kind = match r.kind {
                 Ok(k) => Kind::Sync(k),
                 Err(reason) => Kind::Lua(reason),
             };
             Row { sha: r.sha, len: r.len, kind, method: r.method, releases: r.releases }
         } else {
-            let r = &rate_table::ROWS[i - sync_end];
+            let r = &rate::table::ROWS[i - sync_end];
             Row { sha: r.sha, len: r.len, kind: Kind::Rate(r.kind), method: r.method, releases: r.releases }
         };
         i += 1;

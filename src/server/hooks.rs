@@ -34,7 +34,7 @@ fn on_acl(call: FilterCall, name: &[u8]) {
 fn on_exec(call: FilterCall, name: &[u8]) {
     acl::on_command(name, None, || call.client());
     if let Some(ctx) = crate::ffi::events::module_ctx() {
-        blocking::reclaim_find::on_exec(&ctx);
+        blocking::reclaim::find::on_exec(&ctx);
     }
     if watch::active() {
         watch::filter::on_exec();
@@ -64,7 +64,7 @@ fn on_other(call: FilterCall, name: &[u8]) {
 /// did not write.
 fn timeout_key(key: &[u8]) {
     if let Some(ctx) = crate::ffi::events::module_ctx() {
-        blocking::reclaim_find::noticed(&ctx, key);
+        blocking::reclaim::find::noticed(&ctx, key);
     }
 }
 
@@ -99,7 +99,7 @@ fn swapped(ctx: &Ctx, swap: Swap) {
     watch::hold_index::clear();
     // Leases nobody armed a timer for here: loaded, swapped in, or the primary's until now.
     if swap.swapdb || swap.loaded || swap.now_primary {
-        blocking::reclaim_find::scan_all(ctx);
+        blocking::reclaim::find::scan_all(ctx);
     }
     // Locks with parked clients may be free in the database swapped in: serve them.
     if swap.swapdb {

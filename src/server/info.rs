@@ -59,15 +59,15 @@ pub fn info_fields() -> Vec<(&'static str, i64)> {
     fields.push(("held_locks", stats::held_now(ffi::Ctx::now_ms()) as i64));
     fields.push(("contended_names", blocking::contended_names() as i64));
     // Fencing eras (issue 35), after every earlier field.
-    let (moved, events) = crate::core::era::counts();
+    let (moved, events) = crate::core::lock::era::counts();
     fields.extend([
-        ("fencing_era", crate::core::era::era()),
-        ("fencing_moving", i64::from(crate::core::era::moving())),
+        ("fencing_era", crate::core::lock::era::era()),
+        ("fencing_moving", i64::from(crate::core::lock::era::moving())),
         ("fencing_moved", moved as i64),
         ("fencing_events", events as i64),
     ]);
     // The node's era file: durable writes, failed reads or writes, the last write's µs.
-    let (writes, errors, usec) = crate::effects::era_file::counts();
+    let (writes, errors, usec) = crate::effects::era::file::counts();
     fields.extend([
         ("fencing_era_file_writes", writes as i64),
         ("fencing_era_file_errors", errors as i64),
@@ -88,6 +88,6 @@ pub fn reset() {
     wait_stats::reset();
     redisson::stats::reset();
     ffi::reset_args_probed();
-    crate::core::era::reset_counts();
-    crate::effects::era_file::reset_counts();
+    crate::core::lock::era::reset_counts();
+    crate::effects::era::file::reset_counts();
 }

@@ -86,7 +86,7 @@ fn stand_in_table() -> Vec<(&'static CStr, CommandFn, &'static CStr)> {
 /// cannot be run, a refused registration is taken for such a name, and logged.
 fn register_stand_ins(ctx: &Context) {
     // `RGcra`'s bodies run natively only on the module's own `GCRA` (the one their Lua calls).
-    crate::redisson::rate_rewrite::set_gcra_is_ours(false);
+    crate::redisson::rate::rewrite::set_gcra_is_ours(false);
     for (name, f, flags) in stand_in_table() {
         let shown = name.to_string_lossy().to_uppercase();
         match ffi::lookup::server_has_command(&ffi::Ctx(ctx.ctx), name) {
@@ -96,7 +96,7 @@ fn register_stand_ins(ctx: &Context) {
             known => {
                 if ffi::create_command(ctx, name, f, flags, 1, 1, 1) {
                     if name == c"gcra" {
-                        crate::redisson::rate_rewrite::set_gcra_is_ours(true);
+                        crate::redisson::rate::rewrite::set_gcra_is_ours(true);
                     }
                 } else {
                     let why = if known.is_none() { "COMMAND INFO could not say whether it exists" } else { "refused" };
@@ -149,7 +149,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // The configs' load sets `lockmod.fencing-era-file`, which writes the era in force if it
     // is open: an earlier load's era is not this load's (`fencing::on_load` starts anew).
-    crate::core::era::reset();
+    crate::core::lock::era::reset();
     if !ffi::config::register(ctx, crate::redisson::strings::on_scripts_set, crate::fencing::on_era_file_set) {
         ctx.log_warning("lockmod: could not register or load the module configs");
         return Status::Err;
@@ -167,7 +167,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     crate::blocking::poll::reload();
     crate::blocking::reclaim::reload();
     crate::effects::rate_windows::forget_all();
-    crate::blocking::reclaim_find::reload();
+    crate::blocking::reclaim::find::reload();
     // The wake-up path hears of the module's own writes through `effects::served`.
     crate::blocking::register();
     // The calls the filter rewrote run through `redisson` when their command is dispatched.
@@ -207,8 +207,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Every row, by name: rows of commands registered elsewhere (or not yet) take effect
     // only where the command exists.
-    let rows = super::metadata::COMMANDS.iter().chain(super::metadata_sync::COMMANDS);
-    for meta in rows.chain(super::metadata_gcra::COMMANDS).chain(super::metadata_ratelimiter::COMMANDS) {
+    let rows = super::metadata::COMMANDS.iter().chain(super::metadata::sync::COMMANDS);
+    for meta in rows.chain(super::metadata::gcra::COMMANDS).chain(super::metadata::ratelimiter::COMMANDS) {
         if !ffi::metadata::apply(ctx, meta, super::metadata::SINCE) {
             ctx.log_warning(&format!("lockmod: Redis rejected the metadata of {}", meta.name));
             return Status::Err;
@@ -216,7 +216,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Leases already in the keyspace (a `MODULE LOAD` into a server with data; at start-up the
     // walk runs after loading, when the event loop does).
-    crate::blocking::reclaim_find::scan_all(&ffi::Ctx(ctx.ctx));
+    crate::blocking::reclaim::find::scan_all(&ffi::Ctx(ctx.ctx));
     // Fencing counters of a server with data move to a new era: the module saw none of the
     // loads or failovers before it (at start-up the keyspace is still empty here).
     crate::fencing::on_load(&ffi::Ctx(ctx.ctx));

@@ -2,8 +2,7 @@
 //!
 //! Owns the module's `OnLoad` (`load`: the command table, the order of registration, the
 //! callbacks each layer hands to `ffi`), the configs as logged (`config`), the command
-//! metadata and docs (`metadata`, the synchronizers' in `metadata_sync`, GCRA's in
-//! `metadata_gcra`, the rate limiter's in `metadata_ratelimiter`), the version (`version`) and
+//! metadata and docs (`metadata`, one file per family), the version (`version`) and
 //! `INFO lockmod` (`info`).
 //!
 //! May import every module below it: commands, redisson, blocking, effects, watch, acl, ffi,
@@ -16,7 +15,4 @@ pub mod info;
 #[cfg(not(test))]
 mod load;
 pub mod metadata;
-pub mod metadata_gcra;
-pub mod metadata_ratelimiter;
-pub mod metadata_sync;
 pub mod version;

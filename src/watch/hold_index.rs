@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 
 use super::names as watched;
-use crate::core::hold_expiries::HoldExpiries;
+use crate::core::lock::hold_expiries::HoldExpiries;
 use crate::core::names;
 
 /// At most this many holds are indexed over all locks (about 40 bytes each).
