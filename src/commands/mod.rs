@@ -17,7 +17,8 @@ pub mod rwlock;
 pub mod semaphore;
 
 use crate::blocking;
-use crate::core::{deadline, Latch, LockError, Result};
+use crate::core::lock::latch::Latch;
+use crate::core::{deadline, LockError, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
 use crate::ffi::{Args, Ctx};

@@ -6,10 +6,11 @@
 use super::lock::fair::{self, IfRefused};
 use super::lock::fencing::fenced;
 use super::lock::info::ParkedList;
+use super::lock::latch::Latch;
 use super::lock::rwlock::Writers;
 use super::lock::{holds, info, reentrant, rwlock};
 use super::memory::MemoryStore;
-use super::{Denied, Latch, LockError, Store};
+use super::{Denied, LockError, Store};
 use crate::core::access::{KeyUse, Need};
 
 const K: &[u8] = b"l";

@@ -38,7 +38,6 @@ pub mod memory;
 mod access_tests;
 
 pub use error::{Denied, LockError};
-pub use lock::latch::{latch_check, latch_record, latch_record_unreleased, Latch};
 pub use numbers::{deadline, incremented, parse_i64, IntBuf};
 pub use reply::{Reply, Result};
 pub use store::{permit, Store};

@@ -164,10 +164,10 @@ pub fn is_token(key: &[u8]) -> bool {
     key.len() > TOKEN_PREFIX.len() && key.starts_with(TOKEN_PREFIX)
 }
 
-/// What the era key's name starts with (see `super::lock::era`).
+/// What the era key's name starts with (see the lock family's `era.rs`).
 pub const ERA_KEY: &[u8] = b"lockmod:fencing:era";
 
-/// The key that records the fencing era in force (`super::lock::era`): `lockmod:fencing:era`, or
+/// The key that records the fencing era in force (the lock family's `era.rs`): `lockmod:fencing:era`, or
 /// in a cluster `lockmod:fencing:era:{<tag>}` with the tag of `slot` (`super::slots::tag`), so
 /// that the record lives in the slot of the counter whose write needs it.
 pub fn era_key(slot: Option<u16>) -> Vec<u8> {

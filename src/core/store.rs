@@ -9,7 +9,6 @@ use super::access::Need;
 use super::error::LockError;
 use super::names;
 use super::numbers::parse_i64;
-use super::rate::index::WindowIndex;
 use super::reply::Result;
 
 /// `PTTL` of a missing key.
@@ -110,7 +109,7 @@ pub trait Store {
     /// (writing nothing) at `i64::MAX`, as `INCR` does.
     fn incr(&mut self, key: &[u8]) -> Result<i64>;
 
-    // -- fencing (see `super::lock::era`) ---------------------------------------------------------
+    // -- fencing (see the lock family's `era.rs`) ---------------------------------------------------------
     /// The least a token counter holding `v` (`None`: absent) must hold before a grant: the
     /// floor of the fencing era in force, 0 before any (tokens are then plain counts).
     fn token_floor(&mut self, _v: Option<i64>) -> i64 {
@@ -253,136 +252,4 @@ pub fn scan_read_holds<S: Store>(s: &mut S, key: &[u8]) -> Result<i64> {
     let mut max = -3;
     for_each_read_hold(s, key, |s, owner, i| max = max.max(s.pttl(&names::read_timeout(key, owner, i))))?;
     Ok(max)
-}
-
-/// The string-counter and sorted-set operations of Redisson's synchronizers (the semaphores and
-/// the count-down latch, `core::sync::semaphore`, `core::sync::permits`, `core::sync::countdown`).
-///
-/// A trait of its own beside [`Store`] so that a store implements it only when it serves the
-/// synchronizers: the lock store compiles unchanged, and a synchronizer cannot be run on a
-/// store that lacks these (the compiler says so, no default write pretends to work). The reads
-/// have exact default bodies over [`Store`]'s, which a store may replace with cheaper ones.
-pub trait SyncStore: Store {
-    /// `GET` of a counter: `NotInteger` when the value is not an integer in Redis' canonical
-    /// form (what `INCRBY` accepts), `WrongType` when the key is not a string.
-    fn get_int(&mut self, key: &[u8]) -> Result<Option<i64>> {
-        match self.get(key)? {
-            None => Ok(None),
-            Some(v) => super::parse_i64(&v).map(Some).ok_or(LockError::NotInteger),
-        }
-    }
-    /// `SET key value`, with no expiry: a TTL the key had is dropped, as `SET` drops it
-    /// (Redisson's `drainPermits`, `addPermits` and `trySetPermits` write this way).
-    fn set(&mut self, key: &[u8], value: &[u8]);
-    /// `INCRBY key by` (`by` may be negative), on a key known to be absent or to hold an
-    /// integer; keeps the key's TTL. The new value, or `Overflow` (writing nothing).
-    fn incr_by(&mut self, key: &[u8], by: i64) -> Result<i64>;
-    /// `DECRBY key by` (replicated as such; its keyspace event is `incrby`, as Redis fires for
-    /// `DECR` and `DECRBY` alike); otherwise as [`SyncStore::incr_by`] with `-by`.
-    fn decr_by(&mut self, key: &[u8], by: i64) -> Result<i64>;
-    /// `ZRANGEBYSCORE key min max WITHSCORES [LIMIT 0 n]`: members with `min <= score <= max`,
-    /// lowest score first (ties by member), at most `limit` of them (`Some(0)`: none).
-    fn zset_range_by_score(
-        &mut self,
-        key: &[u8],
-        min: f64,
-        max: f64,
-        limit: Option<usize>,
-    ) -> Result<Vec<(Vec<u8>, f64)>> {
-        let mut v: Vec<_> = self.zset_all(key)?.into_iter().filter(|(_, s)| min <= *s && *s <= max).collect();
-        v.truncate(limit.unwrap_or(usize::MAX));
-        Ok(v)
-    }
-    /// `ZCOUNT key min max`.
-    fn zset_count(&mut self, key: &[u8], min: f64, max: f64) -> Result<usize> {
-        Ok(self.zset_all(key)?.iter().filter(|(_, s)| min <= *s && *s <= max).count())
-    }
-    /// `ZRANGE key 0 0 WITHSCORES`: the member with the lowest score.
-    fn zset_first(&mut self, key: &[u8]) -> Result<Option<(Vec<u8>, f64)>> {
-        Ok(self.zset_all(key)?.into_iter().next())
-    }
-}
-
-/// What the rate limiter (`core::rate::limiter`) needs beyond [`SyncStore`]: walks over a score
-/// range that allocate nothing per member, the removals it makes, and its windows' indexes
-/// remembered between commands.
-///
-/// The limiter's zset holds about one member per millisecond of its window; a command must
-/// not re-read every member to learn how many permits the window holds (Redisson's recompute
-/// does, at 50-130 ms per call past 100,000 members). So the algorithm hands the store an
-/// index of the zset it leaves behind ([`RateStore::keep_index`]), and takes it back on the
-/// next call ([`RateStore::take_index`]), checking it is still that zset's. The defaults
-/// remember nothing: every call then walks the zset, which is exact and slow.
-pub trait RateStore: SyncStore {
-    /// Visits the members with `min <= score <= max`, lowest score first (ties by member),
-    /// while `f(member, score)` returns true. `WrongType` if the key is not a zset.
-    fn zset_scan(&mut self, key: &[u8], min: f64, max: f64, f: &mut dyn FnMut(&[u8], f64) -> bool) -> Result<()> {
-        for (m, score) in self.zset_range_by_score(key, min, max, None)? {
-            if !f(&m, score) {
-                break;
-            }
-        }
-        Ok(())
-    }
-    /// [`RateStore::zset_scan`] from the highest score down.
-    fn zset_scan_rev(&mut self, key: &[u8], min: f64, max: f64, f: &mut dyn FnMut(&[u8], f64) -> bool) -> Result<()> {
-        for (m, score) in self.zset_range_by_score(key, min, max, None)?.into_iter().rev() {
-            if !f(&m, score) {
-                break;
-            }
-        }
-        Ok(())
-    }
-    /// `ZREMRANGEBYSCORE key min max` on a key known to be a zset (or absent): how many went.
-    fn zset_rem_range(&mut self, key: &[u8], min: f64, max: f64) -> usize {
-        let gone: Vec<Vec<u8>> =
-            self.zset_range_by_score(key, min, max, None).unwrap_or_default().into_iter().map(|(m, _)| m).collect();
-        let refs: Vec<&[u8]> = gone.iter().map(Vec::as_slice).collect();
-        self.zset_rem_many(key, &refs)
-    }
-    /// `ZREMRANGEBYRANK key 0 n-1` on a key known to be a zset (or absent): its `n` lowest
-    /// members go.
-    fn zset_rem_first(&mut self, key: &[u8], n: usize) {
-        let gone: Vec<Vec<u8>> = self
-            .zset_range_by_score(key, f64::NEG_INFINITY, f64::INFINITY, Some(n))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect();
-        let refs: Vec<&[u8]> = gone.iter().map(Vec::as_slice).collect();
-        self.zset_rem_many(key, &refs);
-    }
-    /// `HGET` of four fields at once: `f(i, value)` for each field the hash holds. One lookup of
-    /// the hash where a store can; `WrongType` if the key is not a hash.
-    fn hash_get4(&mut self, key: &[u8], fields: [&[u8]; 4], f: &mut dyn FnMut(usize, &[u8])) -> Result<()> {
-        for (i, field) in fields.iter().enumerate() {
-            if let Some(v) = self.hash_get(key, field)? {
-                f(i, &v);
-            }
-        }
-        Ok(())
-    }
-    /// `DECRBY key by` on a key the caller knows holds the integer `current` (it just read or
-    /// wrote it): a store need not read it again.
-    fn decr_known(&mut self, key: &[u8], current: i64, by: i64) -> Result<i64> {
-        let _ = current;
-        self.decr_by(key, by)
-    }
-    /// `UNLINK key`: `DEL`, the memory freed in the background.
-    fn zset_unlink(&mut self, key: &[u8]) {
-        self.del(key);
-    }
-    /// The index remembered for the zset at `key`, taken out of the store (the caller gives
-    /// it back with [`RateStore::keep_index`], or it is forgotten). The caller checks that it
-    /// is still this zset's.
-    fn take_index(&mut self, _key: &[u8]) -> Option<WindowIndex> {
-        None
-    }
-    /// Remembers `index` for the zset at `key` until the next [`RateStore::take_index`].
-    fn keep_index(&mut self, _key: &[u8], _index: WindowIndex) {}
-    /// A window's index was rebuilt by walking its zset (`INFO lockmod` counts these).
-    fn index_rebuilt(&mut self) {}
-    /// `PERSIST key` on a key known to have an expiry: true if it had one (Redisson's
-    /// `clearExpire` over the limiter's keys).
-    fn persist(&mut self, key: &[u8]) -> bool;
 }

@@ -8,7 +8,7 @@
 //! touches the TTL). `SET` drops a TTL on both sides.
 
 use super::{RedisStore, STRING};
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{incremented, LockError, Result};
 use crate::ffi::{Arg, IntBuf, KeyKind};
 

@@ -27,7 +27,7 @@ use super::collections::with_score_text;
 use super::keys::Name;
 use super::{stats, RedisStore, GENERIC};
 use crate::core::rate::index::WindowIndex;
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::Result;
 use crate::ffi::shared::shared;
 use crate::ffi::{Arg, KeyKind};

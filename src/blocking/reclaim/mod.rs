@@ -111,7 +111,7 @@ pub(super) fn run_due(ctx: &Ctx, serve: fn(&Ctx, &LockId)) {
         // The module's own upkeep, as Redisson's reclaim in any call would do it; the parked
         // clients are served right below, each checked against its own user.
         let mut store = RedisStore::at(ctx, &args, now).served_by_writer();
-        let before = crate::core::store::SyncStore::zset_count(
+        let before = crate::core::sync::store::SyncStore::zset_count(
             &mut store,
             &crate::core::sync::names::permit_timeouts(&id.1),
             0.0,

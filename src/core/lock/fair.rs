@@ -16,10 +16,11 @@
 //! Scores are doubles, as in Redis: Redisson's arithmetic on them is reproduced in `f64`.
 
 use super::kinds;
+use super::latch::{latch_check, latch_record, latch_record_unreleased, Latch};
 use super::reentrant;
 use crate::core::reply::Acquired;
 use crate::core::{access, names};
-use crate::core::{deadline, incremented, latch_check, latch_record, permit, Latch, Reply, Result, Store};
+use crate::core::{deadline, incremented, permit, Reply, Result, Store};
 use std::collections::{HashMap, HashSet};
 
 /// The largest deadline a waiter gets: the largest expiry time, in ms since the epoch.
@@ -178,7 +179,7 @@ pub fn unlock<S: Store>(s: &mut S, key: &[u8], owner: &[u8], lease: i64, latch: 
     purge(s, &k, now as f64)?;
     if s.hash_len(key)? == 0 {
         wake_head(s, key, &k)?;
-        crate::core::latch_record_unreleased(s, key, latch, 1);
+        latch_record_unreleased(s, key, latch, 1);
         return Ok(Reply::Int(1));
     }
     if held.is_none() {

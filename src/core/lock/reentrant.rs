@@ -9,8 +9,9 @@
 //! `redisson_lock__channel:{name}`, where Redisson's waiters listen.
 
 use super::kinds;
+use super::latch::{latch_check, latch_record, Latch};
 use crate::core::{access, names};
-use crate::core::{deadline, latch_check, latch_record, permit, Latch, Reply, Result, Store};
+use crate::core::{deadline, permit, Reply, Result, Store};
 
 pub use crate::core::reply::Acquired;
 

@@ -12,10 +12,11 @@
 //! lock's own TTL follows the longest of them. A read unlock publishes `0` on
 //! `redisson_rwlock:{name}` (every waiting reader may retry), a write unlock `1`.
 
+use super::latch::{latch_check, latch_record, latch_record_unreleased, Latch};
 use crate::core::access::{self, KeyUse};
 use crate::core::names;
 use crate::core::reply::Acquired;
-use crate::core::{deadline, latch_check, latch_record, permit, LockError, Reply, Result, Store};
+use crate::core::{deadline, permit, LockError, Reply, Result, Store};
 
 pub use crate::core::names::{MODE, READ, WRITE};
 pub use crate::core::store::{for_each_read_hold, scan_read_holds, MAX_HOLDS_PER_FIELD};
@@ -149,7 +150,7 @@ pub fn unlock<S: Store>(
     owner: &[u8],
     side: Side,
     lease: i64,
-    latch: Option<crate::core::Latch>,
+    latch: Option<Latch>,
 ) -> Result<Reply> {
     check_owner(owner)?;
     let at = deadline(s.now(), lease)?;
@@ -160,7 +161,7 @@ pub fn unlock<S: Store>(
     let Some(mode) = s.hash_get(key, MODE)? else {
         // Nothing to release: tell waiters anyway, as Redisson does.
         s.publish(&names::rwlock_channel(key), side.message());
-        crate::core::latch_record_unreleased(s, key, latch, 1);
+        latch_record_unreleased(s, key, latch, 1);
         return Ok(Reply::Nil);
     };
     let outcome = match side {

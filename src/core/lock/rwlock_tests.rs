@@ -4,9 +4,9 @@
 //! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::*;
+use crate::core::lock::latch::Latch;
 use crate::core::memory::MemoryStore;
 use crate::core::store::TTL_MISSING;
-use crate::core::Latch;
 
 const K: &[u8] = b"rw";
 const CH: &str = "redisson_rwlock:{rw}";

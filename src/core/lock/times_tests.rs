@@ -6,12 +6,13 @@
 //! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::fair::{self, IfRefused};
+use super::latch::Latch;
 use super::reentrant::{self, Acquired};
 use super::rwlock::{self, Side, Writers};
 use crate::core::memory::{MemoryStore, Value};
 use crate::core::names;
 use crate::core::store::Store;
-use crate::core::{Latch, LockError, Reply};
+use crate::core::{LockError, Reply};
 
 const NOW: i64 = 1_700_000_000_000;
 const K: &[u8] = b"l";

@@ -21,7 +21,7 @@
 use super::limiter::{expire_state, Ttl, INTERVAL, KEEP_ALIVE, RATE, TYPE};
 use super::window::{next_up, pack, sum};
 use crate::core::numbers::{lua_safe_int, LUA_SAFE};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::{deadline, IntBuf, Reply, Result};
 
 /// Why a body must run as Lua (nothing was written).

@@ -9,8 +9,10 @@ use crate::core::memory::MemoryStore;
 use crate::core::rate::body_settings::{
     expire_keys, gcra_acquire, set_or_update, set_rate, try_set_rate, Cond, ExpireOp, SetRate, TrySet,
 };
+use crate::core::rate::store::RateStore;
 use crate::core::rate::window::unpack;
-use crate::core::store::{RateStore, Store, SyncStore};
+use crate::core::store::Store;
+use crate::core::sync::store::SyncStore;
 
 const T0: i64 = 1_700_000_000_000;
 const KEYS: [&[u8]; 5] = [b"r", b"{r}:value", b"{r}:value:c", b"{r}:permits", b"{r}:permits:c"];

@@ -9,7 +9,7 @@
 use super::bodies::{count, fails, num, sum_left, ttl_plan, Answer, Expiry, Five, Why};
 use super::gcra::{self, Gcra};
 use super::limiter::{expire_state, Ttl, INTERVAL, KEEP_ALIVE, RATE, TYPE};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::{deadline, parse_i64, IntBuf, Reply};
 
 /// Which `trySetRate` body: 3.17-3.36, 3.37 (a TTL for a new hash), 3.38+ (`keepAliveTime`).

@@ -28,7 +28,7 @@
 
 use crate::core::error::LockError;
 use crate::core::reply::{Reply, Result};
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::IntBuf;
 
 /// What a request was told, and what it changed.

@@ -4,7 +4,7 @@
 use super::limiter::{self, Mode};
 use super::window::{self, unpack};
 use crate::core::lock::info::ParkedList;
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::sync::info::parked_replies;
 use crate::core::{Reply, Result};
 

@@ -27,7 +27,7 @@
 pub use super::settings::{set_rate, try_set_rate, Settings};
 use super::window::{self, Window, MAX_PERMITS};
 use crate::core::access::{KeyUse, Need};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::sync::names::{limiter_permits, limiter_value};
 use crate::core::{deadline, parse_i64, permit, IntBuf, LockError, Result};
 

@@ -3,7 +3,8 @@
 use super::*;
 use crate::core::memory::MemoryStore;
 use crate::core::rate::window::{pack, unpack};
-use crate::core::store::{Store, SyncStore};
+use crate::core::store::Store;
+use crate::core::sync::store::SyncStore;
 
 pub(crate) const T0: i64 = 1_700_000_000_000;
 const R16: &[u8; 16] = b"0123456789abcdef";

@@ -8,7 +8,9 @@
 
 use super::index::WindowIndex;
 use crate::core::memory::MemoryStore;
-use crate::core::store::{RateStore, Store, SyncStore};
+use crate::core::rate::store::RateStore;
+use crate::core::store::Store;
+use crate::core::sync::store::SyncStore;
 use crate::core::Result;
 
 impl RateStore for MemoryStore {

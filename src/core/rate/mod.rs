@@ -16,6 +16,7 @@ pub mod index;
 pub mod info;
 pub mod limiter;
 pub mod settings;
+pub mod store;
 pub mod window;
 mod window_write;
 

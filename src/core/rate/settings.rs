@@ -5,7 +5,7 @@
 use super::limiter::{apply_ttl, explained, ttl_plan, Config, Keys, Mode, INTERVAL, KEEP_ALIVE, RATE, TYPE};
 use super::window;
 use crate::core::access::{KeyUse, Need};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::sync::names::{limiter_permits, limiter_value};
 use crate::core::{deadline, permit, IntBuf, LockError, Result};
 

@@ -21,7 +21,7 @@
 //! a Redisson body's `ARGV`).
 
 use super::index::{Ends, WindowIndex, STEP};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::{LockError, Result};
 
 /// Random bytes in a member the module makes (Redisson's `generateIdArray()`).

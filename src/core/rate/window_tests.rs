@@ -10,8 +10,10 @@ use crate::core::rate::bodies::{self, AcquireBody, Expiry, Five, Recompute};
 use crate::core::rate::index::STEP;
 use crate::core::rate::limiter::tests::{fresh, grants, limiter, take, value, T0};
 use crate::core::rate::limiter::{available, release, Acquire};
+use crate::core::rate::store::RateStore;
 use crate::core::reply::Reply;
-use crate::core::store::{RateStore, Store, SyncStore};
+use crate::core::store::Store;
+use crate::core::sync::store::SyncStore;
 
 #[test]
 fn a_busy_millisecond_folds_into_one_member_once_it_is_old_enough() {

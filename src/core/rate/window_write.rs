@@ -5,7 +5,7 @@
 
 use super::index::{before, WindowIndex, FOLD_MIN};
 use super::window::{pack, unpack, Window, WHOLE};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::{LockError, Result};
 
 impl Window {

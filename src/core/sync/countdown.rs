@@ -16,7 +16,7 @@
 use super::names::{latch_channel, latch_channel_buf};
 use super::semaphore::non_negative;
 use crate::core::access::Need;
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{permit, IntBuf, LockError, Result};
 
 /// Redisson's `CountDownLatchPubSub.NEW_COUNT_MESSAGE`: a count was set (or the latch deleted).

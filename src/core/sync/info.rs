@@ -9,7 +9,7 @@ use super::names::permit_timeouts;
 use super::permits::{id_hex, NO_LEASE};
 use crate::core::access::{KeyUse, Need};
 use crate::core::lock::info::{Parked, ParkedList};
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{parse_i64, permit, Reply, Result};
 
 fn bulk(s: &str) -> Reply {

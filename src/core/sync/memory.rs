@@ -6,7 +6,8 @@
 //! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use crate::core::memory::{MemoryStore, Value};
-use crate::core::store::{Store, SyncStore};
+use crate::core::store::Store;
+use crate::core::sync::store::SyncStore;
 use crate::core::{incremented, parse_i64, LockError, Result};
 
 impl MemoryStore {

@@ -12,6 +12,7 @@ pub mod info;
 pub mod names;
 pub mod permits;
 pub mod semaphore;
+pub mod store;
 
 #[cfg(test)]
 pub mod memory;

@@ -22,7 +22,7 @@
 use super::names::{permit_timeouts, semaphore_channel, semaphore_channel_buf};
 use super::semaphore::{self, non_negative};
 use crate::core::access::{KeyUse, Need};
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{incremented, permit, IntBuf, LockError, Result};
 
 /// Bytes in a permit id.

@@ -19,7 +19,7 @@
 
 use super::names::{semaphore_channel, semaphore_channel_buf};
 use crate::core::access::Need;
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{deadline, incremented, permit, IntBuf, LockError, Result};
 
 /// Checks a permit count argument: Redisson's "Permits amount can't be negative".

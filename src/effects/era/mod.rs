@@ -9,7 +9,7 @@ pub mod file;
 
 use super::RedisStore;
 use crate::core::lock::era;
-use crate::core::store::SyncStore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{names, slots, IntBuf};
 
 impl RedisStore<'_> {

@@ -15,7 +15,7 @@ use crate::core::rate::bodies;
 use crate::core::rate::bodies::{Answer, Five, Why};
 use crate::core::rate::body_settings as settings;
 use crate::core::rate::body_settings::{Cond, ExpireOp};
-use crate::core::store::RateStore;
+use crate::core::rate::store::RateStore;
 use crate::core::{parse_i64, Reply};
 use crate::effects::stats;
 use crate::effects::RedisStore;

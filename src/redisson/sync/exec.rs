@@ -16,11 +16,11 @@
 
 use super::rewrite::LUA_SAFE;
 use super::table::SyncKind;
-use crate::core::store::SyncStore;
 use crate::core::sync::countdown;
 use crate::core::sync::names::{permit_timeouts, semaphore_channel};
 use crate::core::sync::permits::{self, Acquire, PermitId, ID_LEN};
 use crate::core::sync::semaphore;
+use crate::core::sync::store::SyncStore;
 use crate::core::{parse_i64, LockError, Reply, Result};
 use crate::effects::stats;
 use crate::effects::RedisStore;
