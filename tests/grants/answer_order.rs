@@ -4,10 +4,10 @@
 //! Redis' list while `CLIENT UNBLOCK ... TIMEOUT` or the BLOCK time running out reached its
 //! client tripped the server's own assertion: `SET s 0`, a parked `SEMAPHORE.ACQUIRE s 1 BLOCK
 //! 0`, then `MULTI`, `SEMAPHORE.RELEASE s 1`, `CLIENT UNBLOCK <w> TIMEOUT`, `EXEC` killed Redis
-//! 7.2.4. `tests/grant_race.rs` and `tests/grant_storm.rs` run every such race; this file
-//! checks which path the server takes and the one race, on any release. `make test` also runs
-//! these suites with `LOCKMOD_TEST_ANSWER_ORDER=handover` on Valkey (CI has no 7.2), and
-//! `make test-compat REDIS_72=...` on a real 7.2.
+//! 7.2.4. `tests/grants/grant_race.rs` and `tests/grants/grant_storm.rs` run every such race; this
+//! file checks which path the server takes and the one race, on any release. `make test` also runs
+//! these suites with `LOCKMOD_TEST_ANSWER_ORDER=handover` on Valkey (CI has no 7.2), and `make
+//! test-compat REDIS_72=...` on a real 7.2.
 
 use crate::common;
 

@@ -31,8 +31,8 @@ fn module_commands(c: &mut redis::Connection) -> Vec<String> {
         redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("MODULE").arg("lockmod").query(c).expect("LIST");
     // Registered in lowercase, as Redis' own commands.
     names.iter_mut().for_each(|n| *n = n.to_uppercase());
-    // The module's own on Redis 7.2, not a client's (tests/answer_order.rs checks it), and the
-    // one command without a key (its own test below).
+    // The module's own on Redis 7.2, not a client's (tests/grants/answer_order.rs checks it), and
+    // the one command without a key (its own test below).
     names.retain(|n| n != "LOCKMOD.HANDOVER" && n != "LOCK.CONTENDED");
     names.sort();
     names

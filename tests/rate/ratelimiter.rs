@@ -75,7 +75,7 @@ fn acquire_grants_in_redissons_layout_and_refuses_with_redissons_wait() {
     assert_eq!(acquire(&mut c, "3", 10), Value::Nil);
     assert_eq!(get(&mut c, "{r}:value").as_deref(), Some("0"));
     // Each grant is a member of its own, as Redisson's body makes them (a millisecond's grants
-    // fold into one once there are 16 of them: tests/ratelimiter_long.rs).
+    // fold into one once there are 16 of them: tests/rate/ratelimiter_long.rs).
     let mut per_ms: Vec<(i64, u32)> = Vec::new();
     for (t, p) in grants(&mut c, "{r}:permits") {
         match per_ms.last_mut() {

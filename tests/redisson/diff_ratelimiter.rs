@@ -9,7 +9,7 @@
 //! - the hash, exactly; the value keys, exactly;
 //! - each grant zset as *score -> sum of the permits of its members*: the module folds the
 //!   grants of a busy millisecond into one member and draws its own random bytes, so member
-//!   bytes are not compared here (tests/ratelimiter_shared.rs checks a body's members are kept
+//!   bytes are not compared here (tests/rate/ratelimiter_shared.rs checks a body's members are kept
 //!   byte for byte); every native member is checked to be `struct.pack('Bc0I', 16, random, n)`;
 //! - every key's `PEXPIRETIME`, within 100 ms (each server sets a TTL on its own clock).
 //!

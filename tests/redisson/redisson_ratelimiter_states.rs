@@ -309,7 +309,7 @@ fn a_body_run_natively_serves_a_parked_waiter_at_once() {
     assert_eq!(common::ok(&mut c, &["GET", "{r}:value"]), common::Value::BulkString(b"0".to_vec()));
 }
 
-/// Where the server has a `GCRA` of its own (here `ECHO` renamed, as tests/gcra_server_has.rs
+/// Where the server has a `GCRA` of its own (here `ECHO` renamed, as tests/rate/gcra_server_has.rs
 /// makes one), `RGcra`'s bodies call that command from their Lua: the module leaves all three
 /// to it, counted as `not_accelerated`, and its own rate limiter's bodies still run natively.
 #[test]

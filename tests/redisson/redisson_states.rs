@@ -2,15 +2,15 @@
 //! (Lua) and by one with `lockmod.redisson-scripts native`: replies, keyspaces (TTLs within the
 //! tolerance) and published messages must be equal.
 //!
-//! The random differential run (`tests/diff_redisson.rs`) mixes the bodies of one family on
-//! the states that family makes. This run puts each body in front of every state any family
-//! (or another client) can leave under a name: free; held by the caller and by another owner
-//! as a reentrant lock, a fenced lock, a fair lock with and without queued waiters (live and
-//! expired), a write lock, a read lock with one and several readers, read holds whose timeout
-//! keys expired, a writer that also reads; the unlock latch present. A Redisson application
-//! meets these when two lock classes share a name, and the module's own rules for its
-//! commands (one kind per name, no jumping a fair queue) must never change what a Redisson
-//! body answers: the accelerated call answers as the Lua does, or is left to Lua.
+//! The random differential run (`tests/redisson/diff_redisson.rs`) mixes the bodies of one family
+//! on the states that family makes. This run puts each body in front of every state any family (or
+//! another client) can leave under a name: free; held by the caller and by another owner as a
+//! reentrant lock, a fenced lock, a fair lock with and without queued waiters (live and expired), a
+//! write lock, a read lock with one and several readers, read holds whose timeout keys expired, a
+//! writer that also reads; the unlock latch present. A Redisson application meets these when two
+//! lock classes share a name, and the module's own rules for its commands (one kind per name, no
+//! jumping a fair queue) must never change what a Redisson body answers: the accelerated call
+//! answers as the Lua does, or is left to Lua.
 //!
 //! The run also measures which calls ran natively: on the states a body's own class makes
 //! (ordinary use, [`ordinary`]) every call must, and the table printed at the end says which

@@ -4,15 +4,14 @@
 //! `lockmod.redisson-scripts native`: replies (RESP2, and RESP3 on a few states), keyspaces
 //! (TTLs and lease ends within the tolerance) and published messages must be equal.
 //!
-//! The random differential run (`tests/diff_sync.rs`) mixes a release group's bodies on the
-//! states they make. This run puts each body in front of every state a name can be in: absent,
-//! zero, one and many permits (or a count), below zero, with a TTL; counts at and past what
-//! Lua's doubles hold exactly (10^14, 2^53, 2^63 - 1); values Lua's `tonumber` reads and the
-//! module does not (`" 3"`, `"2.0"`), a non-number, another type; and for the expirable
-//! semaphore, each of those beside leases held by the caller and by another client, live,
-//! expired and not yet reclaimed, or without a lease, and another type under the timeout zset.
-//! Permit ids are the client's (Redisson sends them), so replies naming one are compared as
-//! they are, byte for byte.
+//! The random differential run (`tests/redisson/diff_sync.rs`) mixes a release group's bodies on
+//! the states they make. This run puts each body in front of every state a name can be in: absent,
+//! zero, one and many permits (or a count), below zero, with a TTL; counts at and past what Lua's
+//! doubles hold exactly (10^14, 2^53, 2^63 - 1); values Lua's `tonumber` reads and the module does
+//! not (`" 3"`, `"2.0"`), a non-number, another type; and for the expirable semaphore, each of
+//! those beside leases held by the caller and by another client, live, expired and not yet
+//! reclaimed, or without a lease, and another type under the timeout zset. Permit ids are the
+//! client's (Redisson sends them), so replies naming one are compared as they are, byte for byte.
 //!
 //! The run also measures which calls ran natively (`INFO lockmod`): on the states a body's own
 //! class makes (ordinary use, `sync_states::ordinary`) every call must; every call run as Lua

@@ -1,7 +1,7 @@
 //! Production hardening (issue 16, part 5): commands that change nothing leave `WATCH` and
 //! client-side caching alone; `LOCK.INFO` is bounded; no latch is written over `maxmemory`;
 //! load arguments are checked; one version number everywhere. (Parked waiters leaving at once:
-//! tests/give_up.rs.)
+//! tests/safety/give_up.rs.)
 
 use crate::common;
 
