@@ -63,8 +63,10 @@ test: build ## Unit tests, then integration, Python and Rust client and docs exa
 
 # Redis 7.2's way of answering parked clients (docs/design.md, "A grant and its reply"), run
 # on a later server, where the module takes it when LOCKMOD_TEST_ANSWER_ORDER=handover: CI has
-# no 7.2. Redis 7.0 cannot take it (its way is tested by the suite itself), and a 7.2 takes it
-# anyway; both say so and run nothing here.
+# no 7.2. It runs the grants test binary (tests/grants/: answer_order, grant_race,
+# grant_settle, grant_storm, replica_sync) with either runner. Redis 7.0 cannot take it (its
+# way is tested by the suite itself), and a 7.2 takes it anyway; both say so and run nothing
+# here.
 .PHONY: test-handover
 test-handover: build ## The answer races with Redis 7.2's hand-over forced on a later server (SERVER=redis|redis8|valkey)
 	@set -e; s="$(SERVER)"; if [ "$$s" = all ]; then s=redis; fi; \
@@ -75,7 +77,7 @@ test-handover: build ## The answer races with Redis 7.2's hand-over forced on a 
 	  6.*|7.0.*) echo "=== $$s $$v answers from its before-sleep event: Redis 7.2's hand-over cannot run there" ;; \
 	  7.1.*|7.2.*) echo "=== $$s $$v takes Redis 7.2's hand-over itself: its integration tests ran it" ;; \
 	  *) echo "=== Redis 7.2's hand-over forced on $$s $$v"; \
-	     LOCKMOD_TEST_ANSWER_ORDER=handover SERVER=$$s $(RUN_TESTS) --test answer_order --test grant_race --test grant_settle --test grant_storm --test replica_sync ;; \
+	     LOCKMOD_TEST_ANSWER_ORDER=handover SERVER=$$s $(RUN_TESTS) --test grants ;; \
 	esac
 
 # Servers CI does not have (docs/design.md, "Which servers are tested where"): every suite of
@@ -99,7 +101,7 @@ test-compat: build python-env clients/node/node_modules/.package-lock.json ## Ev
 	  REDIS_SERVER=$$bin $(RUN_TESTS) --tests; \
 	  if [ "$$name" = REDIS_74 ]; then \
 	    echo "=== Redis 7.2's hand-over forced on $$bin ($$v)"; \
-	    LOCKMOD_TEST_ANSWER_ORDER=handover REDIS_SERVER=$$bin $(RUN_TESTS) --test answer_order --test grant_race --test grant_settle --test grant_storm --test replica_sync; \
+	    LOCKMOD_TEST_ANSWER_ORDER=handover REDIS_SERVER=$$bin $(RUN_TESTS) --test grants; \
 	  fi; \
 	  echo "=== Python library tests on $$bin ($$v)"; \
 	  (cd clients/python && REDIS_SERVER=$$bin LOCKMOD_MODULE=$$so "$(abspath $(VENV))/bin/python" -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) tests); \
@@ -113,7 +115,7 @@ test-compat: build python-env clients/node/node_modules/.package-lock.json ## Ev
 # the alert rules and runs their unit tests, then tests/monitoring runs a server with the
 # module, Debian's prometheus-redis-exporter with monitoring/redis_exporter.lua and Debian's
 # Prometheus with monitoring/'s config, rules and dashboard queries (about 15 s). Once per
-# `make test`, on one server: tests/monitoring_script.rs runs the script on every server.
+# `make test`, on one server: tests/ops/monitoring_script.rs runs the script on every server.
 .PHONY: test-monitoring
 test-monitoring: build python-env ## The monitoring/ files for real: promtool checks and tests, then a server, the redis exporter and Prometheus (SERVER=redis|redis8|valkey)
 	@for b in prometheus promtool prometheus-redis-exporter; do \
@@ -159,13 +161,15 @@ test-rust-client: build python-env clients/node/node_modules/.package-lock.json 
 	  SERVER=$$s LOCKMOD_MODULE=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)} $(RUN_TESTS) -p redis-lockmod-client --lib --tests; \
 	done
 
+# The cluster test binary (tests/cluster/: cluster, cluster_slots, failover), one test at a
+# time: `make test` runs it too, among the others.
 test-cluster: build ## Cluster and failover tests (a 3+3 node cluster per test) once per server
 	@set -e; if [ "$(SERVER)" = all ]; then servers="redis redis8 valkey"; else servers="$(SERVER)"; fi; \
 	for s in $$servers; do \
 	  bin=$$(bash scripts/server-bin.sh $$s); \
 	  if [ -z "$$bin" ]; then echo "*** $$s is NOT installed: its cluster tests did NOT run ***" >&2; continue; fi; \
 	  echo "=== cluster tests on $$s: $$bin"; \
-	  SERVER=$$s $(CARGO) test --test cluster --test failover -- --test-threads=1; \
+	  SERVER=$$s $(CARGO) test --test cluster -- --test-threads=1; \
 	done
 
 # The Python client's environment: the repository's .venv (scripts/install-deps.sh makes it too).

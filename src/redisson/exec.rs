@@ -179,7 +179,7 @@ fn check(ctx: &Ctx, args: &Args, kind: Kind) -> Result<Option<Pre>> {
 ///   (Redisson's clients cannot see parked writers, and its script grants the read).
 ///
 /// None of these states arises while one lock class alone uses a name, so Redisson's calls in
-/// ordinary use all still run natively (tests/redisson_states.rs checks both).
+/// ordinary use all still run natively (tests/redisson/redisson_states.rs checks both).
 ///
 /// The acquires are checked after the native command, and only when it refused
 /// ([`refused_by_module_rule`]): the script grants wherever the command grants, with the same

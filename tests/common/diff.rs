@@ -451,6 +451,17 @@ pub fn values_match_within(a: &Value, b: &Value, ttl: bool, tol: i64) -> bool {
     }
 }
 
+/// One random run of Redisson's bodies at a time per test binary: `diff_redisson`'s and
+/// `diff_sync`'s families (in one binary since `tests/redisson/`, in two before, each family
+/// after the other) start four servers each, plenty on a small machine, and the fewer
+/// processes compete, the closer each pair of calls runs. nextest runs each test in a process
+/// of its own: there the lock waits for nothing.
+pub fn one_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A failed run poisons the lock; the next one can still take it.
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A number from the environment (`DIFF_SEED`, `DIFF_OPS`), or `default`.
 pub fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)

@@ -1,4 +1,4 @@
-//! The calls `tests/redisson_ratelimiter_states.rs` sends each of Redisson's rate-limiter
+//! The calls `tests/redisson/redisson_ratelimiter_states.rs` sends each of Redisson's rate-limiter
 //! bodies on a limiter state (`super::rate_states`): KEYS and ARGV as `RedissonRateLimiter`
 //! and `RedissonExpirable` send them (from Redisson's sources; the SHA1s from
 //! `super::ratelimiter`), and which of them are ordinary use.

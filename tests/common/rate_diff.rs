@@ -1,4 +1,4 @@
-//! What `tests/diff_ratelimiter.rs` needs beside its runs: Redisson's release groups of
+//! What `tests/redisson/diff_ratelimiter.rs` needs beside its runs: Redisson's release groups of
 //! `RRateLimiter` bodies, the test's own Lua for the corrections it applies to the Lua side,
 //! and the ledger that checks the native side's grants against the rate (issue 36).
 

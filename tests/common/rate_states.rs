@@ -1,6 +1,6 @@
-//! The kinds of limiter state `tests/redisson_ratelimiter_states.rs` puts each of Redisson's
-//! rate-limiter bodies in front of, and the commands that make them (the calls sent there are
-//! in `super::rate_calls`).
+//! The kinds of limiter state `tests/redisson/redisson_ratelimiter_states.rs` puts each of
+//! Redisson's rate-limiter bodies in front of, and the commands that make them (the calls sent
+//! there are in `super::rate_calls`).
 //!
 //! A state is the limiter's hash ([`Hash`]) and the window of the state its type uses
 //! ([`Window`]: the value key and the grant zset). The window's clock is [`NOW`], the same in

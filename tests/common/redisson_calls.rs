@@ -1,7 +1,7 @@
 //! How Redisson calls each of its lock scripts: which method a body belongs to (its role) and
 //! the KEYS and ARGV that method sends, written from Redisson's sources independently of the
-//! module's table. Shared by the random differential run (`tests/diff_redisson.rs`) and the
-//! run over every kind of lock state (`tests/redisson_states.rs`).
+//! module's table. Shared by the random differential run (`tests/redisson/diff_redisson.rs`) and
+//! the run over every kind of lock state (`tests/redisson/redisson_states.rs`).
 
 use rand::rngs::SmallRng;
 use rand::Rng;

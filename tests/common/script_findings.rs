@@ -1,8 +1,9 @@
-//! What a states run of Redisson's bodies found (`tests/redisson_sync_states.rs`,
-//! `tests/redisson_ratelimiter_states.rs`): for each call, whether the native side answered as
-//! the Lua, how it ran (natively, or as Lua under which `redisson_lua_<cause>`), and whether it
-//! was ordinary use, which must run natively. [`Findings::report`] prints which (body, state)
-//! pairs went to Lua and why, and fails on any difference, miscount or ordinary call left to Lua.
+//! What a states run of Redisson's bodies found (`tests/redisson/redisson_sync_states.rs`,
+//! `tests/redisson/redisson_ratelimiter_states.rs`): for each call, whether the native side
+//! answered as the Lua, how it ran (natively, or as Lua under which `redisson_lua_<cause>`), and
+//! whether it was ordinary use, which must run natively. [`Findings::report`] prints which (body,
+//! state) pairs went to Lua and why, and fails on any difference, miscount or ordinary call left to
+//! Lua.
 
 use std::collections::BTreeMap;
 

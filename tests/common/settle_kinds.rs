@@ -1,5 +1,5 @@
-//! The kinds of parked acquire for `tests/grant_settle.rs`: how each one is held, waited for by
-//! two parked clients (`w`, whose grant is dropped, and `x`, next in line), released, and read
+//! The kinds of parked acquire for `tests/grants/grant_settle.rs`: how each one is held, waited for
+//! by two parked clients (`w`, whose grant is dropped, and `x`, next in line), released, and read
 //! back, with the lines its reads give in each state.
 
 use super::names::*;

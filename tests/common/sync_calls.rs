@@ -2,8 +2,8 @@
 //! `RPermitExpirableSemaphore`, `RCountDownLatch`): the method a body belongs to (its role)
 //! and the KEYS and ARGV that method sends, written from Redisson's sources at the releases
 //! that send each body, independently of the module's table. Shared by the random
-//! differential run (`tests/diff_sync.rs`) and the run over every kind of synchronizer state
-//! (`tests/redisson_sync_states.rs`).
+//! differential run (`tests/redisson/diff_sync.rs`) and the run over every kind of synchronizer
+//! state (`tests/redisson/redisson_sync_states.rs`).
 //!
 //! Permit ids travel as Redisson sends them: 16 raw bytes (it decodes its hex ids).
 

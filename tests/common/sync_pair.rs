@@ -181,7 +181,7 @@ impl SyncPair {
     }
 
     /// Sends `args` to both sides (RESP3 if `resp3`) after the guard and asserts nothing: both
-    /// replies, for a caller that gathers differences (`tests/redisson_sync_states.rs`).
+    /// replies, for a caller that gathers differences (`tests/redisson/redisson_sync_states.rs`).
     pub fn call_both(&mut self, args: &[Vec<u8>], resp3: bool) -> (Raw, Raw) {
         self.guard(2 * GUARD_MS);
         let i = if resp3 { 2 } else { 0 };

@@ -1,4 +1,4 @@
-//! The kinds of synchronizer state `tests/redisson_sync_states.rs` puts each of Redisson's
+//! The kinds of synchronizer state `tests/redisson/redisson_sync_states.rs` puts each of Redisson's
 //! synchronizer bodies in front of, the commands that make them, and the calls each body is
 //! sent with there (KEYS and ARGV from `super::sync_calls`).
 //!

@@ -1,7 +1,7 @@
 // Test code only (never in the module): an unwrap or panic here is how a test reports failure.
 //
 // Each expectation is the body's Lua worked by hand (the bodies are in
-// `shared/redisson-ratelimiter-scripts/`); tests/redisson_ratelimiter_states.rs runs the Lua
+// `shared/redisson-ratelimiter-scripts/`); tests/redisson/redisson_ratelimiter_states.rs runs the Lua
 // itself beside the native answers.
 
 use super::*;

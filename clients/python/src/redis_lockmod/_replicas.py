@@ -11,7 +11,7 @@ Redisson: not even ``WAITAOF`` for the local AOF alone).
 
 ``WAIT`` on the caller's connection covers what its own commands wrote, and also the grant of a
 request that was parked with ``BLOCK`` and granted by someone else's command: the server moves
-the connection's wait offset when it unblocks it (tests/replica_sync.rs checks both servers).
+the connection's wait offset when it unblocks it (tests/grants/replica_sync.rs checks both servers).
 """
 
 from __future__ import annotations
