@@ -17,7 +17,7 @@ use crate::core::store::Store;
 use crate::core::{names, parse_i64};
 use crate::effects::RedisStore;
 use crate::ffi::pause::writes_paused;
-use crate::ffi::scan::KeyScan;
+use crate::ffi::scan::{KeyScan, KeysWalk};
 use crate::ffi::timers::{Timer, TimerId};
 use crate::ffi::{Args, Ctx, KeyKind};
 
@@ -28,15 +28,9 @@ const TICK_MS: i64 = 1;
 /// How often a paused server (or one loading) is looked at again.
 const PAUSED_MS: i64 = 10;
 
-/// Where the walk is: the database and the scan through it.
-struct Walk {
-    db: i32,
-    scan: KeyScan,
-}
-
 #[derive(Default)]
 struct State {
-    walk: Option<Walk>,
+    walk: Option<KeysWalk>,
     timer: Option<TimerId<Tick>>,
 }
 
@@ -73,7 +67,7 @@ fn arm(ctx: &Ctx, ms: i64) {
 /// Starts the walk from the first database (a walk under way starts again: the keyspace it
 /// walked was replaced).
 pub fn start(ctx: &Ctx) {
-    with(|s| s.walk = Some(Walk { db: 0, scan: KeyScan::new() }));
+    with(|s| s.walk = Some(KeysWalk::new()));
     if nothing_below(ctx) {
         finish();
         return;
@@ -129,30 +123,23 @@ fn tick(ctx: &Ctx) {
 /// One step (at most [`BUDGET`] keys, through as many empty databases as come next); true
 /// while there is more.
 fn step(ctx: &Ctx) -> bool {
-    let Some(Walk { mut db, mut scan }) = with(|s| s.walk.take()).flatten() else { return false };
-    loop {
-        if !ctx.select_db(db) {
-            return false;
-        }
-        if ctx.db_size() > 0 {
-            break;
-        }
-        (db, scan) = (db + 1, KeyScan::new());
-    }
+    let Some(mut walk) = with(|s| s.walk.take()).flatten() else { return false };
     let mut found = Vec::new();
-    let more = scan.step(ctx, BUDGET, |name| {
+    let visited = walk.step(ctx, BUDGET, |name| {
         if names::is_token(name) {
             found.push(name.to_vec());
         }
     });
+    if visited.is_none() {
+        return false;
+    }
     // Written after the scan's step: keys are not changed under a scan.
     for name in found {
         raise_if_below(ctx, &name);
     }
-    let next = if more { Walk { db, scan } } else { Walk { db: db + 1, scan: KeyScan::new() } };
     with(|s| {
         if s.walk.is_none() {
-            s.walk = Some(next);
+            s.walk = Some(walk);
         }
     });
     true

@@ -59,6 +59,51 @@ impl KeyScan {
     }
 }
 
+/// A walk of every database's key names in steps, one database after another (empty ones
+/// skipped), for the walks that must see the whole keyspace (the expirable permits' leases, the
+/// fencing counters).
+pub struct KeysWalk {
+    db: i32,
+    scan: KeyScan,
+}
+
+impl KeysWalk {
+    /// A walk from database 0.
+    pub fn new() -> KeysWalk {
+        KeysWalk { db: 0, scan: KeyScan::new() }
+    }
+
+    /// One step: selects the next database that holds keys and visits at least `budget` of its
+    /// key names with `f`. The database visited (it stays selected), or `None` once the walk
+    /// is past the last database.
+    pub fn step(&mut self, ctx: &Ctx, budget: usize, f: impl FnMut(&[u8])) -> Option<i32> {
+        loop {
+            if !ctx.select_db(self.db) {
+                return None;
+            }
+            if ctx.db_size() > 0 {
+                break;
+            }
+            self.next_db();
+        }
+        let db = self.db;
+        if !self.scan.step(ctx, budget, f) {
+            self.next_db();
+        }
+        Some(db)
+    }
+
+    fn next_db(&mut self) {
+        (self.db, self.scan) = (self.db + 1, KeyScan::new());
+    }
+}
+
+impl Default for KeysWalk {
+    fn default() -> Self {
+        KeysWalk::new()
+    }
+}
+
 impl Default for KeyScan {
     fn default() -> Self {
         KeyScan::new()

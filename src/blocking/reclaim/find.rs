@@ -29,7 +29,7 @@ use crate::blocking::waiter::{TimerData, TimerId};
 use crate::core::sync::names::names_of_permit_timeouts;
 use crate::core::sync::permits;
 use crate::effects::RedisStore;
-use crate::ffi::scan::KeyScan;
+use crate::ffi::scan::KeysWalk;
 use crate::ffi::{Args, Ctx, KeyKind};
 
 /// Keys walked per tick (a few ms of work at most).
@@ -44,7 +44,7 @@ const SUFFIX: &[u8] = b":timeout";
 #[derive(Default)]
 struct Find {
     /// The walk in progress: the database and where it is.
-    walk: Option<(i32, KeyScan)>,
+    walk: Option<KeysWalk>,
     /// Lease zsets named by a `ZADD` since the last tick (in a database the filter does not
     /// know).
     noticed: Vec<Vec<u8>>,
@@ -75,7 +75,7 @@ fn arm(ctx: &Ctx, ms: i64) {
 /// keyspace is walked at once and leaves no timer behind (a module with a timer pending cannot
 /// be unloaded); a replica leaves it to its tick, which drops it.
 pub fn scan_all(ctx: &Ctx) {
-    with(|f| f.walk = Some((0, KeyScan::new())));
+    with(|f| f.walk = Some(KeysWalk::new()));
     let previous = ctx.selected_db();
     let more = ctx.is_replica() || ctx.is_loading() || walk(ctx);
     ctx.select_db(previous);
@@ -165,31 +165,23 @@ pub(in crate::blocking) fn resume(ctx: &Ctx) {
 /// One step of the walk (at most [`BUDGET`] keys, through as many empty databases as come
 /// next); true while there is more.
 fn walk(ctx: &Ctx) -> bool {
-    let Some((mut db, mut scan)) = with(|f| f.walk.take()).flatten() else { return false };
-    loop {
-        if !ctx.select_db(db) {
-            // Past the last database: the walk is over.
-            return false;
-        }
-        if ctx.db_size() > 0 {
-            break;
-        }
-        (db, scan) = (db + 1, KeyScan::new());
-    }
+    let Some(mut walk) = with(|f| f.walk.take()).flatten() else { return false };
     let mut found = Vec::new();
-    let more = scan.step(ctx, BUDGET, |name| {
+    let Some(db) = walk.step(ctx, BUDGET, |name| {
         if name.len() > SUFFIX.len() && name.ends_with(SUFFIX) {
             found.push(name.to_vec());
         }
-    });
+    }) else {
+        // Past the last database: the walk is over.
+        return false;
+    };
     for key in found {
         look(ctx, db, &key);
     }
-    let next = if more { Some((db, scan)) } else { Some((db + 1, KeyScan::new())) };
     // A walk started again meanwhile (a look cannot, but keep the newer one).
     with(|f| {
         if f.walk.is_none() {
-            f.walk = next;
+            f.walk = Some(walk);
         }
     });
     true

@@ -59,13 +59,13 @@ fn permits_of(member: &[u8]) -> Result<u32> {
     unpack(member).map(|(_, p)| p).ok_or(LockError::BadGrant)
 }
 
-/// Sums the permits of the members scored `min..=max` (`BadGrant` on a malformed member).
-pub fn sum<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64) -> Result<(i128, usize)> {
-    let (mut total, mut n, mut bad) = (0i128, 0usize, false);
+/// Visits the grants scored `min..=max`, lowest first: `f(member, permits)`. `BadGrant` on a
+/// malformed member (Redisson's body fails on it too), where the walk stops.
+pub fn scan_grants<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64, mut f: impl FnMut(&[u8], u32)) -> Result<()> {
+    let mut bad = false;
     s.zset_scan(z, min, max, &mut |m, _| match unpack(m) {
         Some((_, p)) => {
-            total += i128::from(p);
-            n += 1;
+            f(m, p);
             true
         }
         None => {
@@ -76,6 +76,16 @@ pub fn sum<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64) -> Result<(i12
     if bad {
         return Err(LockError::BadGrant);
     }
+    Ok(())
+}
+
+/// Sums the permits of the members scored `min..=max` (`BadGrant` on a malformed member).
+pub fn sum<S: RateStore>(s: &mut S, z: &[u8], min: f64, max: f64) -> Result<(i128, usize)> {
+    let (mut total, mut n) = (0i128, 0usize);
+    scan_grants(s, z, min, max, |_, p| {
+        total += i128::from(p);
+        n += 1;
+    })?;
     Ok((total, n))
 }
 

@@ -4,7 +4,7 @@
 //! current (its totals and its ends), so the next call need not walk the zset.
 
 use super::index::{before, WindowIndex, FOLD_MIN};
-use super::window::{pack, unpack, Window, WHOLE};
+use super::window::{pack, scan_grants, unpack, Window, WHOLE};
 use crate::core::rate::store::RateStore;
 use crate::core::{LockError, Result};
 
@@ -65,21 +65,11 @@ impl Window {
 
     /// Folds the members scored `at`, if they are `FOLD_MIN` or more and their sum fits.
     fn fold_at<S: RateStore>(&mut self, s: &mut S, z: &[u8], at: f64) -> Result<()> {
-        let (mut run, mut total, mut bad) = (Vec::<Vec<u8>>::new(), 0u64, false);
-        s.zset_scan(z, at, at, &mut |m, _| match unpack(m) {
-            Some((_, p)) => {
-                total += u64::from(p);
-                run.push(m.to_vec());
-                true
-            }
-            None => {
-                bad = true;
-                false
-            }
+        let (mut run, mut total) = (Vec::<Vec<u8>>::new(), 0u64);
+        scan_grants(s, z, at, at, |m, p| {
+            total += u64::from(p);
+            run.push(m.to_vec());
         })?;
-        if bad {
-            return Err(LockError::BadGrant);
-        }
         let (Some(sum), true) = (u32::try_from(total).ok(), run.len() >= FOLD_MIN) else { return Ok(()) };
         let Some(ix) = &mut self.index else { return Ok(()) };
         let merged = pack(unpack(&run[0]).map_or(&[][..], |(r, _)| r), sum);
