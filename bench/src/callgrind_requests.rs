@@ -85,6 +85,26 @@ fn out_dir(tag: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("lockmod-callgrind-{}-{tag}", std::process::id()))
 }
 
+/// Starts one server under callgrind per `(module, tag)`, all or none: if one does not start
+/// (Valkey 9 aborts under valgrind: it cannot load its own Lua engine module there), the ones
+/// started are stopped, every tag's files removed, and the error is the log's last warning.
+pub fn start_all<const N: usize>(binary: &str, servers: [(Option<&Path>, &str); N]) -> Result<[Server; N], String> {
+    let mut started = Vec::with_capacity(N);
+    for (module, tag) in servers {
+        match start(binary, module, tag) {
+            Ok(s) => started.push(s),
+            Err(e) => {
+                drop(started);
+                for (_, tag) in servers {
+                    clean(tag);
+                }
+                return Err(e.lines().rfind(|l| l.contains(" # ")).unwrap_or(&e).to_string());
+            }
+        }
+    }
+    started.try_into().map_err(|_| "a server is missing".to_string())
+}
+
 /// Removes what callgrind wrote for `tag` (call after the server is gone).
 pub fn clean(tag: &str) {
     let _ = std::fs::remove_dir_all(out_dir(tag));

@@ -57,21 +57,10 @@ pub fn run(b: &mut Bench) -> Res<()> {
     }
     let module = module_path(&b.m)?;
     let tags = ["cg-rl-module", "cg-rl-plain"];
-    let started = (|| {
-        Ok::<_, String>([
-            callgrind::start(&b.binary, Some(&module), tags[0])?,
-            callgrind::start(&b.binary, None, tags[1])?,
-        ])
-    })();
-    let servers = match started {
+    let servers = match callgrind::start_all(&b.binary, [(Some(&module), tags[0]), (None, tags[1])]) {
         Ok(s) => s,
-        Err(e) => {
-            for t in tags {
-                callgrind::clean(t);
-            }
-            let first = e.lines().rfind(|l| l.contains(" # ")).unwrap_or(&e).to_string();
-            b.report
-                .skip(format!("part 10e, instructions per call: the server does not start under valgrind: {first}"));
+        Err(why) => {
+            b.report.skip(format!("part 10e, instructions per call: the server does not start under valgrind: {why}"));
             return Ok(());
         }
     };

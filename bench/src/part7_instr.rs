@@ -104,24 +104,11 @@ pub fn run(b: &mut Bench) -> Res<()> {
     let n = b.size(1000, 250);
     let module = module_path(&b.m)?;
     let tags = ["cg-plain", "cg-module", "cg-plain2"];
-    let started = (|| {
-        Ok::<_, String>([
-            callgrind::start(&b.binary, None, tags[0])?,
-            callgrind::start(&b.binary, Some(&module), tags[1])?,
-            callgrind::start(&b.binary, None, tags[2])?,
-        ])
-    })();
-    // Valkey 9 aborts under valgrind (it cannot load its own Lua engine module there).
-    let servers = match started {
+    let servers = match callgrind::start_all(&b.binary, [(None, tags[0]), (Some(&module), tags[1]), (None, tags[2])]) {
         Ok(s) => s,
-        Err(e) => {
-            for t in tags {
-                callgrind::clean(t);
-            }
-            // The log's last warning says why.
-            let first = e.lines().rfind(|l| l.contains(" # ")).unwrap_or(&e).to_string();
+        Err(why) => {
             b.report
-                .skip(format!("part 7b, instructions per command: the server does not start under valgrind: {first}"));
+                .skip(format!("part 7b, instructions per command: the server does not start under valgrind: {why}"));
             return Ok(());
         }
     };
