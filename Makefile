@@ -51,7 +51,7 @@ test: build ## Unit tests, then integration, Python and Rust client and docs exa
 	    echo "*** SERVER=$$s is not installed (scripts/install-deps.sh) ***" >&2; exit 1; \
 	  fi; \
 	  echo "=== integration tests on $$s: $$bin ($$($$bin --version))"; \
-	  SERVER=$$s $(RUN_TESTS) --tests; \
+	  SERVER=$$s $(RUN_TESTS) --test '*'; \
 	  $(MAKE) --no-print-directory test-handover SERVER=$$s; \
 	  $(MAKE) --no-print-directory test-python SERVER=$$s; \
 	  $(MAKE) --no-print-directory test-rust-client SERVER=$$s; \
@@ -98,7 +98,7 @@ test-compat: build python-env clients/node/node_modules/.package-lock.json ## Ev
 	  [ -n "$$ok" ] || { echo "*** $$name=$$bin is version $$v, not the release $$name names ***" >&2; exit 1; }; \
 	  so=$${LOCKMOD_MODULE:-$(CURDIR)/$(SO_DEBUG)}; \
 	  echo "=== integration tests on $$bin ($$v)"; \
-	  REDIS_SERVER=$$bin $(RUN_TESTS) --tests; \
+	  REDIS_SERVER=$$bin $(RUN_TESTS) --test '*'; \
 	  if [ "$$name" = REDIS_74 ]; then \
 	    echo "=== Redis 7.2's hand-over forced on $$bin ($$v)"; \
 	    LOCKMOD_TEST_ANSWER_ORDER=handover REDIS_SERVER=$$bin $(RUN_TESTS) --test grants; \
