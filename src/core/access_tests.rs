@@ -237,7 +237,7 @@ fn a_noperm_error_names_what_was_denied_as_redis_words_it() {
 fn in_a_cluster_a_derived_name_in_another_slot_is_refused_before_any_write() {
     let name = b"a{}b";
     let mut s = MemoryStore::at(1_000);
-    s.slot = Some(super::names::key_slot(name));
+    s.slot = Some(super::slots::key_slot(name));
     assert!(matches!(reentrant::acquire(&mut s, name, b"o", 30_000), Ok(crate::core::reply::Acquired::New)));
     let before = s.data.clone();
     assert_eq!(reentrant::unlock(&mut s, name, b"o", 30_000, None), Err(LockError::CrossSlot));
@@ -249,7 +249,7 @@ fn in_a_cluster_a_derived_name_in_another_slot_is_refused_before_any_write() {
     assert!(s.published.is_empty());
     // A name with its own tag keeps every derived name in its slot.
     let name = b"a{t}b";
-    s.slot = Some(super::names::key_slot(name));
+    s.slot = Some(super::slots::key_slot(name));
     reentrant::acquire(&mut s, name, b"o", 30_000).unwrap();
     assert_eq!(reentrant::unlock(&mut s, name, b"o", 30_000, None), Ok(super::Reply::Int(1)));
 }

@@ -10,22 +10,6 @@ pub const MODE: &[u8] = b"mode";
 pub const READ: &[u8] = b"read";
 pub const WRITE: &[u8] = b"write";
 
-/// Redis Cluster's hash slots.
-const SLOTS: u16 = 16384;
-
-/// The Redis Cluster hash slot of `key` (cluster.c's `keyHashSlot`): CRC16 of the hash tag, the
-/// bytes between the first `{` and the first `}` after it when there are any, else of the key.
-/// So `{name}:x` and `p:{name}` share `name`'s slot, but not when `name` holds an empty or
-/// unclosed tag (`a{}b`, `x{y`) or a `}` alone (`a}b`): there Redisson's own scripts get
-/// `CROSSSLOT`, and so do the module's commands.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
-        let rest = &key[open + 1..];
-        rest.iter().position(|&b| b == b'}').filter(|&len| len > 0).map(|len| &rest[..len])
-    });
-    crc16::State::<crc16::XMODEM>::calculate(tag.unwrap_or(key)) % SLOTS
-}
-
 /// `prefix:{name}`, or `prefix:name` when `name` already contains `{`.
 pub fn prefix(prefix: &str, name: &[u8]) -> Vec<u8> {
     let tagged = name.contains(&b'{');
@@ -243,6 +227,7 @@ pub fn key_prefix(name: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::slots::key_slot;
 
     #[test]
     fn key_slots_are_redis_clusters() {

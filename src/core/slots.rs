@@ -1,7 +1,9 @@
-//! Redis Cluster's hash slots, for the one key the module names itself: the fencing era's
-//! record (`names::era_key`). In a cluster a key must live in a slot of the node that writes
-//! it, so the record goes into the slot of the counter whose write needs it, under a hash tag
-//! chosen for that slot ([`tag`]); a node looks for its records under each slot's tag.
+//! Redis Cluster's hash slots: the slot of a key ([`key_slot`], for the `CROSSSLOT` check of
+//! every command's derived keys), and a hash tag per slot for the one key the module names
+//! itself, the fencing era's record (`names::era_key`). In a cluster a key must live in a slot
+//! of the node that writes it, so the record goes into the slot of the counter whose write
+//! needs it, under a hash tag chosen for that slot ([`tag`]); a node looks for its records
+//! under each slot's tag.
 
 use std::sync::OnceLock;
 
@@ -9,19 +11,15 @@ use std::sync::OnceLock;
 pub const SLOTS: usize = 16_384;
 
 /// CRC16-CCITT (XMODEM), the checksum Redis hashes keys with.
-pub fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in bytes {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc
+fn crc16(bytes: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(bytes)
 }
 
-/// The slot of `key`, as `CLUSTER KEYSLOT` computes it: the part between the first `{` and
-/// the first `}` after it, if not empty, else the whole key.
+/// The slot of `key`, as `CLUSTER KEYSLOT` (cluster.c's `keyHashSlot`) computes it: CRC16 of
+/// the bytes between the first `{` and the first `}` after it when there are any, else of the
+/// key. So `{name}:x` and `p:{name}` share `name`'s slot, but not when `name` holds an empty or
+/// unclosed tag (`a{}b`, `x{y`) or a `}` alone (`a}b`): there Redisson's own scripts get
+/// `CROSSSLOT`, and so do the module's commands.
 pub fn key_slot(key: &[u8]) -> u16 {
     let hashed = key
         .iter()

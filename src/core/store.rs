@@ -229,7 +229,7 @@ pub fn permit<S: Store>(s: &mut S, needs: impl FnOnce() -> Vec<Need>) -> Result<
     // Redisson's scripts name these keys and channels in KEYS: where one lies in another slot,
     // the cluster refuses the script with CROSSSLOT, and the command is refused the same way.
     match slot {
-        Some(slot) if needs.iter().any(|n| names::key_slot(n.name()) != slot) => Err(LockError::CrossSlot),
+        Some(slot) if needs.iter().any(|n| super::slots::key_slot(n.name()) != slot) => Err(LockError::CrossSlot),
         _ => Ok(()),
     }
 }

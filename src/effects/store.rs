@@ -32,7 +32,7 @@ impl Store for RedisStore<'_> {
         if !self.access.own_command() || self.args.len() < 2 || !self.ctx.in_cluster() {
             return None;
         }
-        Some(crate::core::names::key_slot(self.args.bytes(1)))
+        Some(crate::core::slots::key_slot(self.args.bytes(1)))
     }
 
     fn exists(&mut self, key: &[u8]) -> bool {

@@ -41,7 +41,7 @@ pub fn first_live_waiter<S: Store>(s: &mut S, key: &[u8]) -> Result<Option<Optio
     let queue = names::fair_queue_buf(key);
     // In a cluster, a name whose fair queue lies in another slot has no fair lock (its
     // commands are refused with CROSSSLOT): nothing to read there.
-    if s.cluster_slot().is_some_and(|slot| names::key_slot(&queue) != slot) {
+    if s.cluster_slot().is_some_and(|slot| crate::core::slots::key_slot(&queue) != slot) {
         return Ok(None);
     }
     // Read before the caller's ACL is asked: a restricted caller needs read access to the

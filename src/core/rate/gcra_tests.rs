@@ -1,5 +1,8 @@
 //! `GCRA` and `CL.THROTTLE` on a fake clock: hand-computed tables, redis-cell 0.2.2's own test
 //! table (its arithmetic, case by case), the edge cases, and what reaches the store.
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
 
 use super::*;
 use crate::core::memory::{MemoryStore, Value};

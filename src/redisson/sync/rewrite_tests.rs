@@ -1,3 +1,9 @@
+//! Unit tests of the synchronizers' rewrite: each Redisson body's call mapped to its native
+//! command (every row, sharded and not, in a cluster and not).
+//!
+//! Test code only: the parent declares this module under `#[cfg(test)]`, so nothing here is in
+//! the module Redis loads; an unwrap or panic here is how a test reports failure.
+
 use super::*;
 use crate::redisson::table::{Kind, ROWS};
 
