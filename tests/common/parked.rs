@@ -23,6 +23,16 @@ pub fn blocked_clients(c: &mut redis::Connection) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// Every integer field of `INFO lockmod`, by its name without `lockmod_`.
+pub fn lockmod_ints(c: &mut redis::Connection) -> std::collections::BTreeMap<String, i64> {
+    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("lockmod_"))
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(k, v)| v.trim().parse().ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
 /// `lockmod_<field>` from `INFO lockmod`.
 pub fn lockmod_field(c: &mut redis::Connection, field: &str) -> i64 {
     let info: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");

@@ -2,21 +2,11 @@
 
 use crate::common;
 
-use std::collections::HashMap;
 use std::thread;
 use std::time::Duration;
 
-use common::parked::wait_blocked;
+use common::parked::{lockmod_ints, wait_blocked};
 use common::*;
-
-fn lockmod_info(c: &mut redis::Connection) -> HashMap<String, i64> {
-    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
-    text.lines()
-        .filter_map(|l| l.strip_prefix("lockmod_"))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| v.trim().parse().ok().map(|v| (k.to_string(), v)))
-        .collect()
-}
 
 #[test]
 fn counters_follow_a_scripted_sequence_exactly() {
@@ -32,14 +22,14 @@ fn counters_follow_a_scripted_sequence_exactly() {
     let mut w = s.conn();
     let t = thread::spawn(move || ok(&mut w, &["LOCK.ACQUIRE", "a", "o3", "30000", "BLOCK", "5000"]));
     common::parked::wait_blocked(&mut c, 1);
-    assert_eq!(lockmod_info(&mut c)["blocked_now"], 1);
+    assert_eq!(lockmod_ints(&mut c)["blocked_now"], 1);
     ok(&mut c, &["LOCK.UNLOCK", "a", "o1", "30000"]); // released; hand-off to o3 (acquired)
     assert_eq!(t.join().expect("thread"), Value::Nil);
     ok(&mut c, &["LOCK.FORCEUNLOCK", "a"]); // forced
     ok(&mut c, &["LOCK.ACQUIRE", "b", "o1", "30"]); // acquired; its lease will run out
     thread::sleep(Duration::from_millis(60));
     ok(&mut c, &["EXISTS", "b"]); // the lazy expiry of a held lock
-    let info = lockmod_info(&mut c);
+    let info = lockmod_ints(&mut c);
     let want = [
         ("acquired", 4),
         ("refused", 3),
@@ -59,7 +49,7 @@ fn counters_follow_a_scripted_sequence_exactly() {
     }
     assert!(info["memory_bytes"] > 0);
     ok(&mut c, &["CONFIG", "RESETSTAT"]);
-    let info = lockmod_info(&mut c);
+    let info = lockmod_ints(&mut c);
     for (k, _) in want {
         assert_eq!(info.get(k).copied(), Some(0), "lockmod_{k} after RESETSTAT");
     }
@@ -74,7 +64,7 @@ fn a_dropped_parked_client_is_counted_and_memory_returns() {
     let mut before = 0;
     for round in 0..11 {
         if round == 1 {
-            before = lockmod_info(&mut c)["memory_bytes"];
+            before = lockmod_ints(&mut c)["memory_bytes"];
         }
         let mut w = s.conn();
         let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w).expect("CLIENT ID");
@@ -83,9 +73,9 @@ fn a_dropped_parked_client_is_counted_and_memory_returns() {
         wait_blocked(&mut c, 1);
         ok(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]);
         assert!(t.join().expect("thread").is_err());
-        assert_eq!(lockmod_info(&mut c)["block_disconnects"], round + 1);
+        assert_eq!(lockmod_ints(&mut c)["block_disconnects"], round + 1);
     }
-    let after = lockmod_info(&mut c);
+    let after = lockmod_ints(&mut c);
     assert_eq!(after["blocked_now"], 0);
     assert!(after["memory_bytes"] <= before, "module memory grew from {before} to {}", after["memory_bytes"]);
 }
@@ -122,14 +112,14 @@ fn resetstat_zeroes_the_fencing_counters_and_keeps_the_era() {
     ok(&mut c, &["DEBUG", "RELOAD"]); // an era starts: its file written, the counter moved
     common::fenced::wait_moved(&mut c);
     let counters = ["fencing_moved", "fencing_events", "fencing_era_file_writes"];
-    let info = lockmod_info(&mut c);
+    let info = lockmod_ints(&mut c);
     for k in counters {
         assert!(info[k] > 0, "lockmod_{k} in {info:?}");
     }
     let era = info["fencing_era"];
     assert!(era > 0, "an era after the reload: {info:?}");
     ok(&mut c, &["CONFIG", "RESETSTAT"]);
-    let info = lockmod_info(&mut c);
+    let info = lockmod_ints(&mut c);
     for k in counters.into_iter().chain(["fencing_era_file_errors"]) {
         assert_eq!(info[k], 0, "lockmod_{k} after RESETSTAT");
     }

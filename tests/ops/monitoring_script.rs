@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::contended::waits;
-use common::parked::{spawn_call, wait_blocked};
+use common::parked::{lockmod_ints, spawn_call, wait_blocked};
 use common::*;
 
 fn root() -> std::path::PathBuf {
@@ -55,15 +55,6 @@ fn collect(c: &mut redis::Connection) -> BTreeMap<String, f64> {
     out
 }
 
-fn info_ints(c: &mut redis::Connection) -> BTreeMap<String, i64> {
-    let text: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO lockmod");
-    text.lines()
-        .filter_map(|l| l.strip_prefix("lockmod_"))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| v.trim().parse().ok().map(|v| (k.to_string(), v)))
-        .collect()
-}
-
 #[test]
 fn the_exporter_user_collects_every_info_field_the_histograms_and_who_waits_on_what() {
     let s = Server::start();
@@ -86,7 +77,7 @@ fn the_exporter_user_collects_every_info_field_the_histograms_and_who_waits_on_w
 
     let mut exporter = exporter_conn(&s);
     let got = collect(&mut exporter);
-    let info = info_ints(&mut admin);
+    let info = lockmod_ints(&mut admin);
     assert!(info.len() > 40, "{info:?}");
     for (field, value) in &info {
         let key = format!("lockmod_{field}");

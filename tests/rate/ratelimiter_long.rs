@@ -8,6 +8,7 @@
 
 use crate::common;
 
+use common::parked::lockmod_field;
 use common::ratelimiter::{self as rl, evalsha, grants_per_ms, run};
 use common::*;
 
@@ -42,11 +43,7 @@ fn filled(c: &mut redis::Connection, interval: i64, n: i64, every: i64) {
 
 /// `lockmod_ratelimiter_window_sums`: how often a window's index was rebuilt by a walk.
 fn sums(c: &mut redis::Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("lockmod").query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix("lockmod_ratelimiter_window_sums:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("the field")
+    lockmod_field(c, "ratelimiter_window_sums")
 }
 
 #[test]
