@@ -181,11 +181,33 @@ class Sentinels:
         """The primary's port as the first sentinel names it now."""
         return int(redis.Redis(port=self.ports[0], socket_timeout=1).sentinel_get_master_addr_by_name(self.name)[1])
 
+    def master(self):
+        """A Sentinel-managed client of the primary (``Sentinel(...).master_for``)."""
+        from redis.sentinel import Sentinel
+
+        return Sentinel(self.addresses, socket_timeout=2).master_for(self.name, socket_timeout=5)
+
     def stop(self) -> None:
         for proc in self.procs:
             proc.kill()
             proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def watched() -> Iterator[tuple]:
+    """A primary with one replica, watched by three sentinels: ``(primary, replica,
+    sentinels)``, all stopped after the test."""
+    primary = Server()
+    replica = sentinels = None
+    try:
+        replica = primary.replica()
+        sentinels = Sentinels(primary)
+        yield primary, replica, sentinels
+    finally:
+        for each in (sentinels, replica, primary):
+            if each is not None:
+                each.stop()
 
 
 @contextmanager
