@@ -264,6 +264,28 @@ impl<'a> RedisStore<'a> {
         self.ctx.notify(class, event, name);
     }
 
+    /// `DEL key`, or `UNLINK key` (its memory freed in the background) when `unlink`: false if
+    /// there was no key. Either way the key is forgotten as a lock with read holds and as a
+    /// granted lock, and its keyspace event is `del`, as Redis fires for both.
+    fn remove(&mut self, key: &[u8], unlink: bool) -> bool {
+        let i = self.slot(key);
+        let k = &self.keys[i];
+        if k.key.kind() == KeyKind::Empty {
+            return false;
+        }
+        if unlink {
+            k.key.unlink();
+        } else {
+            k.key.delete();
+        }
+        hold_index::forget(self.db(), key);
+        self.last_int = None;
+        stats::on_key_event(b"del", self.db, key);
+        let cmd = if unlink { c"UNLINK" } else { c"DEL" };
+        self.effect(GENERIC, c"del", k.name.raw(), cmd, &[Arg::S(k.name.raw())]);
+        true
+    }
+
     /// `notify` of a `del`: the key is also no longer a granted lock.
     fn notify_del(&self, name: StrRef) {
         stats::on_key_event(b"del", self.db, name.bytes());

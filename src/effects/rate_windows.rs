@@ -192,16 +192,7 @@ impl RateStore for RedisStore<'_> {
     }
 
     fn zset_unlink(&mut self, key: &[u8]) {
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        if k.key.kind() == KeyKind::Empty {
-            return;
-        }
-        k.key.unlink();
-        crate::watch::hold_index::forget(self.db(), key);
-        self.last_int = None;
-        stats::on_key_event(b"del", self.db, key);
-        self.effect(GENERIC, c"del", k.name.raw(), c"UNLINK", &[Arg::S(k.name.raw())]);
+        self.remove(key, true);
     }
 
     fn hash_get4(&mut self, key: &[u8], fields: [&[u8]; 4], f: &mut dyn FnMut(usize, &[u8])) -> Result<()> {

@@ -55,17 +55,7 @@ impl Store for RedisStore<'_> {
     }
 
     fn del(&mut self, key: &[u8]) -> bool {
-        let i = self.slot(key);
-        let k = &self.keys[i];
-        if k.key.kind() == KeyKind::Empty {
-            return false;
-        }
-        k.key.delete();
-        hold_index::forget(self.db(), key);
-        self.last_int = None;
-        crate::effects::stats::on_key_event(b"del", self.db, key);
-        self.effect(GENERIC, c"del", k.name.raw(), c"DEL", &[Arg::S(k.name.raw())]);
-        true
+        self.remove(key, false)
     }
 
     fn pexpire_at(&mut self, key: &[u8], at: i64) {
