@@ -39,10 +39,19 @@ def module_path() -> str:
     return path
 
 
+HANDED_OUT: set = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nobody listens on and this test has not handed out yet: two nodes made before
+    either starts (or a node and a proxy) would otherwise be told the same freed port."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in HANDED_OUT:
+            HANDED_OUT.add(port)
+            return port
 
 
 def wait_until(what, timeout: float, message: str) -> None:
@@ -61,10 +70,10 @@ class Proxy:
         self.target = target
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
+        self.port = free_port()  # not 0: the kernel could pick a node's port, handed out, not bound yet
+        self.listener.bind(("127.0.0.1", self.port))
         self.listener.listen(128)
         self.listener.settimeout(0.05)
-        self.port = self.listener.getsockname()[1]
         self.is_cut = False
         self.closed = False
         self.open: List[socket.socket] = []
@@ -88,6 +97,10 @@ class Proxy:
             for s in (client, server):
                 s.settimeout(None)
             with self.mutex:
+                if self.is_cut:  # cut while this one connected: it must not outlive the cut
+                    client.close()
+                    server.close()
+                    continue
                 self.open += [client, server]
             threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
@@ -149,7 +162,10 @@ class Node:
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(replica_of.proxy.port)]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(self._pings, 10, f"{self.name} answering")
+        try:
+            wait_until(self._pings, 10, f"{self.name} answering")
+        except AssertionError as e:
+            raise AssertionError(f"{e} (exit status {self.proc.poll()})\n{self.log_tail()}") from None
 
     def _pings(self) -> bool:
         try:
@@ -167,12 +183,22 @@ class Node:
         except redis.RedisError:
             return "down"
 
-    def synced(self) -> bool:
+    def synced(self, primary: Optional["Node"] = None) -> bool:
+        """A replica with its link up (to ``primary``, through its proxy, when given)."""
         try:
             info = self.direct().info("replication")
         except redis.RedisError:
             return False
+        if primary is not None and int(info.get("master_port", 0)) != primary.proxy.port:
+            return False
         return info["role"] == "slave" and info.get("master_link_status") == "up"
+
+    def log_tail(self, last: int = 15) -> str:
+        try:
+            lines = (self.dir / "server.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(f"{self.name} {line}" for line in lines[-last:])
 
     def signal(self, sig: int) -> None:
         if self.proc is not None:
@@ -190,11 +216,15 @@ class Node:
         self.proxy.close()
 
 
+EVENTS = ("+sdown", "-sdown", "+odown", "+switch-master", "+convert-to-slave", "+tilt", "-tilt", "-failover-abort")
+
+
 class Sentinels:
     """Three sentinels watching ``primary`` (through its proxy) as ``name``: down after 1 s."""
 
     def __init__(self, root: Path, primary: Node, name: str) -> None:
         self.name = name
+        self.root = root
         self.procs: List[subprocess.Popen] = []
         self.ports: List[int] = []
         for i in range(3):
@@ -239,6 +269,20 @@ class Sentinels:
             if int(info["num-other-sentinels"]) != 2 or int(info["num-slaves"]) < replicas:
                 return False
         return True
+
+    def events(self, last: int = 40) -> str:
+        """The sentinels' decisions (down, failover, demotion, TILT), oldest first: what a
+        failing nemesis step prints, since the scratch folder with the logs is removed."""
+        lines: List[str] = []
+        for i in range(len(self.procs)):
+            try:
+                text = (self.root / f"sentinel-{i}.log").read_text(errors="replace")
+            except OSError:
+                continue
+            lines += [f"sentinel-{i} {line}" for line in text.splitlines() if any(e in line for e in EVENTS)]
+        # "pid:X 28 Nov 2026 15:05:20.494 # +sdown ...": sort on the time after the pid.
+        lines.sort(key=lambda line: line.split(" ", 2)[2][:30])
+        return "\n".join(lines[-last:])
 
     def stop(self) -> None:
         for p in self.procs:
