@@ -135,13 +135,6 @@ mod tests {
         list.iter().map(|c| format!("{}/{}", c.db, String::from_utf8_lossy(&c.name))).collect()
     }
 
-    fn get<'a>(r: &'a Reply, name: &str) -> &'a Reply {
-        match r {
-            Reply::Map(m) => &m.iter().find(|(k, _)| *k == bulk(name)).expect("field").1,
-            _ => panic!("not a map: {r:?}"),
-        }
-    }
-
     #[test]
     fn the_longest_wait_comes_first_then_the_most_waiters_then_db_and_name() {
         let mut list = vec![c("b", 0, 1, 500), c("a", 0, 9, 100), c("c", 0, 3, 500), c("a", 1, 3, 500)];
@@ -157,15 +150,15 @@ mod tests {
         s.hash_set(b"l", b"owner-1", b"2");
         s.pexpire_at(b"l", 31_000);
         let r = describe(&mut s, &c("l", 0, 4, 250), Some(1_200)).unwrap();
-        assert_eq!(get(&r, "name"), &Reply::Bulk(b"l".to_vec()));
-        assert_eq!(get(&r, "kind"), &bulk("reentrant"));
-        assert_eq!(get(&r, "waiters"), &Reply::Int(4));
-        assert_eq!(get(&r, "oldest_wait_ms"), &Reply::Int(250));
-        assert_eq!(get(&r, "held_ms"), &Reply::Int(1_200));
-        assert_eq!(get(&r, "pttl"), &Reply::Int(30_000));
-        assert_eq!(get(&r, "holders_total"), &Reply::Int(1));
+        assert_eq!(r.field("name"), &Reply::Bulk(b"l".to_vec()));
+        assert_eq!(r.field("kind"), &bulk("reentrant"));
+        assert_eq!(r.field("waiters"), &Reply::Int(4));
+        assert_eq!(r.field("oldest_wait_ms"), &Reply::Int(250));
+        assert_eq!(r.field("held_ms"), &Reply::Int(1_200));
+        assert_eq!(r.field("pttl"), &Reply::Int(30_000));
+        assert_eq!(r.field("holders_total"), &Reply::Int(1));
         let holder = Reply::Map(vec![field("owner", Reply::Bulk(b"owner-1".to_vec())), field("count", Reply::Int(2))]);
-        assert_eq!(get(&r, "holders"), &Reply::Array(vec![holder]));
+        assert_eq!(r.field("holders"), &Reply::Array(vec![holder]));
     }
 
     #[test]
@@ -178,36 +171,36 @@ mod tests {
         let mut w = c("rw", 0, 1, 10);
         w.first = WaitKind::Write;
         let r = describe(&mut s, &w, None).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("read-write"));
-        assert_eq!(get(&r, "holders_total"), &Reply::Int(8));
-        assert_eq!(get(&r, "held_ms"), &Reply::Nil, "not granted by the module: unknown");
-        let Reply::Array(h) = get(&r, "holders") else { panic!() };
+        assert_eq!(r.field("kind"), &bulk("read-write"));
+        assert_eq!(r.field("holders_total"), &Reply::Int(8));
+        assert_eq!(r.field("held_ms"), &Reply::Nil, "not granted by the module: unknown");
+        let Reply::Array(h) = r.field("holders") else { panic!() };
         assert_eq!(h.len(), HOLDERS_SHOWN);
-        assert_eq!(get(&h[0], "kind"), &bulk("read"));
+        assert_eq!(h[0].field("kind"), &bulk("read"));
         let mut s = MemoryStore::at(1_000);
         s.hash_set(b"rw", MODE, b"write");
         s.hash_set(b"rw", b"w1:write", b"1");
         let r = describe(&mut s, &w, None).unwrap();
-        let Reply::Array(h) = get(&r, "holders") else { panic!() };
-        assert_eq!(get(&h[0], "owner"), &Reply::Bulk(b"w1".to_vec()));
-        assert_eq!(get(&h[0], "kind"), &bulk("write"));
+        let Reply::Array(h) = r.field("holders") else { panic!() };
+        assert_eq!(h[0].field("owner"), &Reply::Bulk(b"w1".to_vec()));
+        assert_eq!(h[0].field("kind"), &bulk("write"));
     }
 
     #[test]
     fn a_free_lock_a_synchronizer_and_a_key_of_another_type_show_no_holders() {
         let mut s = MemoryStore::at(1_000);
         let r = describe(&mut s, &c("gone", 0, 1, 5), None).unwrap();
-        assert_eq!(get(&r, "holders"), &Reply::Array(vec![]));
-        assert_eq!(get(&r, "pttl"), &Reply::Int(-2));
+        assert_eq!(r.field("holders"), &Reply::Array(vec![]));
+        assert_eq!(r.field("pttl"), &Reply::Int(-2));
         s.set_px_at(b"str", b"x", 99_000);
         let r = describe(&mut s, &c("str", 0, 1, 5), None).unwrap();
-        assert_eq!(get(&r, "holders_total"), &Reply::Int(0), "WRONGTYPE: the waiters are told, not this");
+        assert_eq!(r.field("holders_total"), &Reply::Int(0), "WRONGTYPE: the waiters are told, not this");
         s.hash_set(b"sem", b"permits", b"0");
         let mut sem = c("sem", 0, 2, 5);
         sem.first = WaitKind::Semaphore;
         let r = describe(&mut s, &sem, None).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("semaphore"));
-        assert_eq!(get(&r, "holders"), &Reply::Array(vec![]));
+        assert_eq!(r.field("kind"), &bulk("semaphore"));
+        assert_eq!(r.field("holders"), &Reply::Array(vec![]));
     }
 
     #[test]

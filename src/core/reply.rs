@@ -39,3 +39,15 @@ impl Acquired {
         }
     }
 }
+
+// Test code only (never in the module): a missing field is how a test reports failure.
+#[cfg(test)]
+impl Reply {
+    /// The value of field `name` of a map reply (the `*.INFO` and `LOCK.CONTENDED` tests).
+    pub fn field(&self, name: &str) -> &Reply {
+        match self {
+            Reply::Map(m) => &m.iter().find(|(k, _)| *k == Reply::Bulk(name.as_bytes().to_vec())).expect("field").1,
+            _ => panic!("not a map: {self:?}"),
+        }
+    }
+}

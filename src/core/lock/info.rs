@@ -135,13 +135,6 @@ mod tests {
     use crate::core::memory::{MemoryStore, Value};
     use std::collections::BTreeMap;
 
-    fn get<'a>(r: &'a Reply, name: &str) -> &'a Reply {
-        match r {
-            Reply::Map(m) => &m.iter().find(|(k, _)| *k == bulk(name)).expect("field").1,
-            _ => panic!("not a map: {r:?}"),
-        }
-    }
-
     fn b(s: &str) -> Vec<u8> {
         s.as_bytes().to_vec()
     }
@@ -150,11 +143,11 @@ mod tests {
     fn a_missing_lock_is_of_kind_none_with_nil_mode_and_token() {
         let mut s = MemoryStore::at(1000);
         let r = info(&mut s, b"l", DEFAULT_COUNT, ParkedList::default()).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("none"));
-        assert_eq!(get(&r, "mode"), &Reply::Nil);
-        assert_eq!(get(&r, "pttl"), &Reply::Int(-2));
-        assert_eq!(get(&r, "holders"), &Reply::Array(vec![]));
-        assert_eq!(get(&r, "token"), &Reply::Nil);
+        assert_eq!(r.field("kind"), &bulk("none"));
+        assert_eq!(r.field("mode"), &Reply::Nil);
+        assert_eq!(r.field("pttl"), &Reply::Int(-2));
+        assert_eq!(r.field("holders"), &Reply::Array(vec![]));
+        assert_eq!(r.field("token"), &Reply::Nil);
     }
 
     #[test]
@@ -165,14 +158,14 @@ mod tests {
         s.incr(&names::token(b"l")).unwrap();
         let parked = [Parked { client: 7, request: "lock", owner: b("o2"), waited_ms: 40 }];
         let r = info(&mut s, b"l", DEFAULT_COUNT, ParkedList { first: &parked, total: 1 }).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("reentrant"));
-        assert_eq!(get(&r, "pttl"), &Reply::Int(5000));
+        assert_eq!(r.field("kind"), &bulk("reentrant"));
+        assert_eq!(r.field("pttl"), &Reply::Int(5000));
         let holder = Reply::Map(vec![field("owner", Reply::Bulk(b("o1"))), field("count", Reply::Int(2))]);
-        assert_eq!(get(&r, "holders"), &Reply::Array(vec![holder]));
-        assert_eq!(get(&r, "token"), &Reply::Int(1));
-        let Reply::Array(p) = get(&r, "parked") else { panic!() };
-        assert_eq!(get(&p[0], "client"), &Reply::Int(7));
-        assert_eq!(get(&p[0], "waited_ms"), &Reply::Int(40));
+        assert_eq!(r.field("holders"), &Reply::Array(vec![holder]));
+        assert_eq!(r.field("token"), &Reply::Int(1));
+        let Reply::Array(p) = r.field("parked") else { panic!() };
+        assert_eq!(p[0].field("client"), &Reply::Int(7));
+        assert_eq!(p[0].field("waited_ms"), &Reply::Int(40));
     }
 
     #[test]
@@ -184,13 +177,13 @@ mod tests {
         s.read_hold_set(b"l", b"o1", 1, 3000);
         s.read_hold_set(b"l", b"o1", 2, 4000);
         let r = info(&mut s, b"l", DEFAULT_COUNT, ParkedList::default()).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("read-write"));
-        assert_eq!(get(&r, "mode"), &Reply::Bulk(b("write")));
-        let Reply::Array(h) = get(&r, "holders") else { panic!() };
-        let reader = h.iter().find(|h| get(h, "kind") == &bulk("read")).unwrap();
-        assert_eq!(get(reader, "read_holds_pttl"), &Reply::Array(vec![Reply::Int(2000), Reply::Int(3000)]));
-        let writer = h.iter().find(|h| get(h, "kind") == &bulk("write")).unwrap();
-        assert_eq!(get(writer, "owner"), &Reply::Bulk(b("o1")));
+        assert_eq!(r.field("kind"), &bulk("read-write"));
+        assert_eq!(r.field("mode"), &Reply::Bulk(b("write")));
+        let Reply::Array(h) = r.field("holders") else { panic!() };
+        let reader = h.iter().find(|h| h.field("kind") == &bulk("read")).unwrap();
+        assert_eq!(reader.field("read_holds_pttl"), &Reply::Array(vec![Reply::Int(2000), Reply::Int(3000)]));
+        let writer = h.iter().find(|h| h.field("kind") == &bulk("write")).unwrap();
+        assert_eq!(writer.field("owner"), &Reply::Bulk(b("o1")));
     }
 
     #[test]
@@ -200,11 +193,11 @@ mod tests {
         let z: BTreeMap<Vec<u8>, f64> = [(b("w1"), 9000.0), (b("w2"), 4000.0)].into_iter().collect();
         s.data.insert(names::fair_timeouts(b"l"), (Value::Zset(z), None));
         let r = info(&mut s, b"l", DEFAULT_COUNT, ParkedList::default()).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("fair"));
-        let Reply::Array(q) = get(&r, "queue") else { panic!() };
-        assert_eq!(get(&q[0], "owner"), &Reply::Bulk(b("w2")));
-        assert_eq!(get(&q[0], "deadline_in_ms"), &Reply::Int(3000));
-        assert_eq!(get(&q[1], "deadline_in_ms"), &Reply::Int(8000));
+        assert_eq!(r.field("kind"), &bulk("fair"));
+        let Reply::Array(q) = r.field("queue") else { panic!() };
+        assert_eq!(q[0].field("owner"), &Reply::Bulk(b("w2")));
+        assert_eq!(q[0].field("deadline_in_ms"), &Reply::Int(3000));
+        assert_eq!(q[1].field("deadline_in_ms"), &Reply::Int(8000));
     }
 
     #[test]
@@ -214,17 +207,17 @@ mod tests {
         s.hash_set(b"l", b"f0", b"1048576");
         s.hash_set(b"l", b"f1", b"1048576");
         let r = info(&mut s, b"l", 10, ParkedList::default()).unwrap();
-        assert_eq!(get(&r, "holders_total"), &Reply::Int(2));
-        let Reply::Array(h) = get(&r, "holders") else { panic!() };
+        assert_eq!(r.field("holders_total"), &Reply::Int(2));
+        let Reply::Array(h) = r.field("holders") else { panic!() };
         let shown: usize = h
             .iter()
-            .map(|h| match get(h, "read_holds_pttl") {
+            .map(|h| match h.field("read_holds_pttl") {
                 Reply::Array(a) => a.len(),
                 _ => panic!(),
             })
             .sum();
         assert_eq!(shown, 10, "10 read-hold TTLs in all, not 2 million");
-        assert_eq!(get(&h[0], "count"), &Reply::Int(1_048_576), "the count is the real one");
+        assert_eq!(h[0].field("count"), &Reply::Int(1_048_576), "the count is the real one");
     }
 
     #[test]
@@ -241,17 +234,17 @@ mod tests {
         let parked: Vec<Parked> =
             (0..20).map(|i| Parked { client: i, request: "fair", owner: b("p"), waited_ms: 1 }).collect();
         let r = info(&mut s, b"l", 5, ParkedList { first: &parked, total: 20 }).unwrap();
-        let len = |name| match get(&r, name) {
+        let len = |name| match r.field(name) {
             Reply::Array(a) => a.len(),
             _ => panic!(),
         };
         assert_eq!((len("holders"), len("queue"), len("parked")), (5, 5, 5));
-        assert_eq!(get(&r, "holders_total"), &Reply::Int(50));
-        assert_eq!(get(&r, "queue_total"), &Reply::Int(1000));
-        assert_eq!(get(&r, "parked_total"), &Reply::Int(20));
-        let Reply::Array(q) = get(&r, "queue") else { panic!() };
-        assert_eq!(get(&q[4], "owner"), &Reply::Bulk(b("w4")));
-        assert_eq!(get(&q[4], "deadline_in_ms"), &Reply::Int(1004));
+        assert_eq!(r.field("holders_total"), &Reply::Int(50));
+        assert_eq!(r.field("queue_total"), &Reply::Int(1000));
+        assert_eq!(r.field("parked_total"), &Reply::Int(20));
+        let Reply::Array(q) = r.field("queue") else { panic!() };
+        assert_eq!(q[4].field("owner"), &Reply::Bulk(b("w4")));
+        assert_eq!(q[4].field("deadline_in_ms"), &Reply::Int(1004));
     }
 
     #[test]

@@ -85,13 +85,6 @@ mod tests {
     use crate::core::memory::MemoryStore;
     use crate::core::sync::permits;
 
-    fn get<'a>(r: &'a Reply, name: &str) -> &'a Reply {
-        match r {
-            Reply::Map(m) => &m.iter().find(|(k, _)| *k == bulk(name)).expect("field").1,
-            _ => panic!("not a map: {r:?}"),
-        }
-    }
-
     #[test]
     fn an_expirable_semaphore_shows_its_held_permits_bounded_by_count() {
         let mut s = MemoryStore::at(1_000);
@@ -104,14 +97,14 @@ mod tests {
         permits::acquire(&mut s, b"p", 2, 3_000, false, &mut id).unwrap();
         permits::acquire(&mut s, b"p", 1, permits::NO_LEASE, false, &mut id).unwrap();
         let r = info(&mut s, b"p", 2, ParkedList::default()).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("psemaphore"));
-        assert_eq!(get(&r, "value"), &Reply::Int(2));
-        assert_eq!(get(&r, "permits_held_total"), &Reply::Int(3));
-        let Reply::Array(held) = get(&r, "permits_held") else { panic!("array") };
+        assert_eq!(r.field("kind"), &bulk("psemaphore"));
+        assert_eq!(r.field("value"), &Reply::Int(2));
+        assert_eq!(r.field("permits_held_total"), &Reply::Int(3));
+        let Reply::Array(held) = r.field("permits_held") else { panic!("array") };
         assert_eq!(held.len(), 2);
-        assert_eq!(get(&held[0], "id"), &bulk(&"01".repeat(16)));
-        assert_eq!(get(&held[0], "expires_in_ms"), &Reply::Int(2_000));
-        assert_eq!(get(&r, "next_expiry_in_ms"), &Reply::Int(2_000));
+        assert_eq!(held[0].field("id"), &bulk(&"01".repeat(16)));
+        assert_eq!(held[0].field("expires_in_ms"), &Reply::Int(2_000));
+        assert_eq!(r.field("next_expiry_in_ms"), &Reply::Int(2_000));
     }
 
     #[test]
@@ -119,11 +112,11 @@ mod tests {
         let mut s = MemoryStore::at(0);
         crate::core::sync::countdown::try_set_count(&mut s, b"l", 2).unwrap();
         let r = info(&mut s, b"l", 10, ParkedList::default()).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("counter"));
+        assert_eq!(r.field("kind"), &bulk("counter"));
         let parked = [Parked { client: 3, request: "countdown", owner: b"0".to_vec(), waited_ms: 5 }];
         let r = info(&mut s, b"l", 10, ParkedList { first: &parked, total: 1 }).unwrap();
-        assert_eq!(get(&r, "kind"), &bulk("countdown"));
-        assert_eq!(get(&r, "parked_total"), &Reply::Int(1));
-        assert_eq!(get(&info(&mut s, b"none", 10, ParkedList::default()).unwrap(), "kind"), &bulk("none"));
+        assert_eq!(r.field("kind"), &bulk("countdown"));
+        assert_eq!(r.field("parked_total"), &Reply::Int(1));
+        assert_eq!(info(&mut s, b"none", 10, ParkedList::default()).unwrap().field("kind"), &bulk("none"));
     }
 }
