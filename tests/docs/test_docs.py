@@ -71,7 +71,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -85,6 +84,9 @@ import pytest
 import redis
 
 ROOT = Path(__file__).resolve().parents[2]
+# The Python client suite's harness helpers: which server and module, free ports.
+sys.path.insert(0, str(ROOT / "clients" / "python" / "tests"))
+from servers import free_port, module_path, server_binary  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 RUN_PYTHON = {"python", "py"}
@@ -244,30 +246,6 @@ RAN: Counter = Counter()
 
 
 # -- the server ---------------------------------------------------------------------------------
-
-
-def server_binary() -> str:
-    if os.environ.get("REDIS_SERVER"):
-        return os.environ["REDIS_SERVER"]
-    which = os.environ.get("SERVER") or "redis"
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "server-bin.sh"), which], capture_output=True, text=True)
-    binary = out.stdout.strip()
-    if out.returncode != 0 or not binary:
-        pytest.fail(f"SERVER={which}: no server binary found (run scripts/install-deps.sh)")
-    return binary
-
-
-def module_path() -> str:
-    path = os.environ.get("LOCKMOD_MODULE") or str(ROOT / "target" / "debug" / "libredis_lockmod.so")
-    if not Path(path).is_file():
-        pytest.fail(f"no module at {path}: run `cargo build --lib` in {ROOT}")
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

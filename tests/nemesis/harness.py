@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,47 +20,15 @@ from typing import List, Optional
 import redis
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def server_binary() -> str:
-    if os.environ.get("REDIS_SERVER"):
-        return os.environ["REDIS_SERVER"]
-    which = os.environ.get("SERVER") or "redis"
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "server-bin.sh"), which], capture_output=True, text=True)
-    binary = out.stdout.strip()
-    if out.returncode != 0 or not binary:
-        raise RuntimeError(f"SERVER={which}: no server binary found (run scripts/install-deps.sh)")
-    return binary
-
-
-def module_path() -> str:
-    path = os.environ.get("LOCKMOD_MODULE") or str(ROOT / "target" / "debug" / "libredis_lockmod.so")
-    if not Path(path).is_file():
-        raise RuntimeError(f"no module at {path}: run `cargo build --lib` in {ROOT}")
-    return path
-
-
-HANDED_OUT: set = set()
-
-
-def free_port() -> int:
-    """A port nobody listens on and this test has not handed out yet: two nodes made before
-    either starts (or a node and a proxy) would otherwise be told the same freed port."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in HANDED_OUT:
-            HANDED_OUT.add(port)
-            return port
+# The Python client suite's harness helpers (server and module lookup, free ports, waiting).
+sys.path.insert(0, str(ROOT / "clients" / "python" / "tests"))
+from servers import free_port, module_path, server_binary  # noqa: E402
+from servers import wait_until as wait_every_5ms  # noqa: E402
 
 
 def wait_until(what, timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not what():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{message}: not within {timeout} s")
-        time.sleep(0.02)
+    """servers.wait_until every 20 ms: the nemesis' checks open connections and ask sentinels."""
+    wait_every_5ms(what, timeout, message, every=0.02)
 
 
 class Proxy:

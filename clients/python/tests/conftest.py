@@ -1,10 +1,8 @@
 """The test harness: a real redis-server (or Valkey) with the module, on a free 127.0.0.1 port,
 always stopped, as the Rust harness (tests/common/mod.rs) starts it.
 
-``REDIS_SERVER`` names the server binary (else ``SERVER=redis|redis8|valkey`` picks it the way
-scripts/server-bin.sh does); ``LOCKMOD_MODULE`` the module (else the debug build, which
-``cargo build --lib`` makes). A missing server or module fails loudly: a skipped suite proves
-nothing.
+Which server and module (``REDIS_SERVER``, ``SERVER``, ``LOCKMOD_MODULE``): see servers.py,
+which this suite shares with tests/nemesis.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -27,31 +24,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def server_binary() -> str:
-    if os.environ.get("REDIS_SERVER"):
-        return os.environ["REDIS_SERVER"]
-    which = os.environ.get("SERVER") or "redis"
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "server-bin.sh"), which], capture_output=True, text=True)
-    binary = out.stdout.strip()
-    if out.returncode != 0 or not binary:
-        pytest.fail(f"SERVER={which}: no server binary found (run scripts/install-deps.sh)")
-    return binary
-
-
-def module_path() -> str:
-    path = os.environ.get("LOCKMOD_MODULE") or str(ROOT / "target" / "debug" / "libredis_lockmod.so")
-    if not Path(path).is_file():
-        pytest.fail(f"no module at {path}: run `cargo build --lib` in {ROOT}")
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from servers import ROOT, free_port, module_path, server_binary, wait_until  # noqa: F401 (tests import them from here)
 
 
 class Server:
@@ -276,14 +249,6 @@ def streaming(primary: redis.Redis) -> bool:
     """
     primary.execute_command("FUNCTION", "FLUSH")
     return primary.execute_command("WAIT", 1, 100) >= 1
-
-
-def wait_until(what, timeout: float = 5.0, message: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not what():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{message} not reached within {timeout} s")
-        time.sleep(0.005)
 
 
 @contextmanager
